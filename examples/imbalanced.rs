@@ -1,0 +1,55 @@
+//! The imbalanced-workload demo from Go's scheduler lore: 1000 CPU-bound goroutines
+//! all spawned from one goroutine, so they all start on one P's queue. Work stealing
+//! spreads them over every P.
+//!
+//! ```text
+//! cargo run --release --example imbalanced
+//! GODEBUG=schedtrace=100 GOMAXPROCS=2 cargo run --release --example imbalanced
+//! ```
+//! With `schedtrace`, watch the per-P run queues (`[ 120 98 ]`) drain evenly and
+//! `steals=` grow. At the end the program prints the wall time and how much of the
+//! work each P ran.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+const GOROUTINES: u64 = 1000;
+const WORK: u64 = 3_000_000;
+
+/// CPU-bound work the optimiser cannot delete.
+fn work(seed: u64) -> u64 {
+    let mut sum = 0u64;
+    for i in 0..WORK {
+        sum = sum.wrapping_add(black_box(i ^ seed));
+    }
+    sum
+}
+
+fn main() {
+    let start = Instant::now();
+    let total = goro::go!(|| {
+        let handles: Vec<_> = (0..GOROUTINES)
+            .map(|i| goro::go!(move || work(i)))
+            .collect();
+        handles.into_iter().fold(0u64, |acc, h| {
+            acc.wrapping_add(h.join().expect("worker panicked"))
+        })
+    })
+    .join()
+    .expect("driver panicked");
+    let elapsed = start.elapsed();
+
+    let stats = goro::runtime::stats();
+    println!(
+        "{GOROUTINES} goroutines x {WORK} iterations on {} Ps: {:.3} s (checksum {total:x})",
+        goro::runtime::gomaxprocs(),
+        elapsed.as_secs_f64()
+    );
+    println!(
+        "steals={} stolen={} context_switches={}",
+        stats.steals, stats.stolen, stats.context_switches
+    );
+    for (i, p) in stats.procs.iter().enumerate() {
+        println!("  P{i}: schedticks={} steals={}", p.schedtick, p.steals);
+    }
+}

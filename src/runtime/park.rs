@@ -1,0 +1,121 @@
+//! The one parking protocol: Go's `gopark(unlock)` / `goready(g)`, for Gs and for
+//! plain OS threads alike. Every blocking primitive in goro is built on it.
+//!
+//! # How a wait goes
+//! 1. The waiting side takes the lock that guards its wait record (a join state, a
+//!    channel's queue, ...), checks its condition, and if it must wait creates a
+//!    [`Parker`] and stores `parker.waiter()` in the record.
+//! 2. It calls [`Parker::park`] *still holding the lock*, passing the guard.
+//!    - In a G: the G is marked `Waiting`, switches to its M's scheduler loop, and
+//!      only there is the guard dropped. A waker that takes the lock therefore finds
+//!      a G that is already off its stack: it can never "ready" a G that is still
+//!      running (Go's rule).
+//!    - On a plain thread: the guard is dropped and the thread sleeps until woken.
+//! 3. The waker takes the lock, removes the waiter from the record, releases the
+//!    lock, and calls [`Waiter::wake`] exactly once. A G goes to the waker's P's
+//!    `runnext` (so a ping-pong pair stays on one P and runs back to back), or to
+//!    the global queue if the waker is not a G; a thread is unparked.
+//!
+//! Each wait gets a fresh `Parker`, so a late wake-up can never leak into a later
+//! wait. "Exactly once" is the record's job: whoever removes the waiter from the
+//! record under its lock owns the wake-up.
+
+use super::g::{GRef, Status, Switch, WaitReason};
+use super::m::{current_g, current_p};
+use super::sched::sched;
+use super::wake::wakep;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::Thread;
+
+/// Something that can be woken: a parked G or a blocked thread.
+#[derive(Clone)]
+pub(crate) enum Waiter {
+    G(GRef),
+    Thread(Arc<ThreadWaiter>),
+}
+
+/// A plain thread's side of a wait.
+pub(crate) struct ThreadWaiter {
+    woken: AtomicBool,
+    thread: Thread,
+}
+
+impl Waiter {
+    /// Makes the waiter runnable. Call once per wait, after releasing the record's lock.
+    pub(crate) fn wake(self) {
+        match self {
+            Waiter::G(g) => ready(g),
+            Waiter::Thread(t) => {
+                let thread = t.thread.clone();
+                // Release: what the waker wrote before waking is visible to the
+                // woken thread, which reads the flag with Acquire.
+                t.woken.store(true, Ordering::Release);
+                thread.unpark();
+            }
+        }
+    }
+}
+
+/// The current context's side of one wait.
+pub(crate) struct Parker(Waiter);
+
+impl Parker {
+    /// A parker for the current G, or for the current thread if it is not a G.
+    pub(crate) fn new() -> Parker {
+        match current_g() {
+            Some(g) => Parker(Waiter::G(g)),
+            None => Parker(Waiter::Thread(Arc::new(ThreadWaiter {
+                woken: AtomicBool::new(false),
+                thread: std::thread::current(),
+            }))),
+        }
+    }
+
+    /// The handle to store in the wait record.
+    pub(crate) fn waiter(&self) -> Waiter {
+        self.0.clone()
+    }
+
+    /// Blocks until the waiter is woken; `unlock` (typically the record's lock
+    /// guard) is dropped once the wait is committed. See the module docs.
+    pub(crate) fn park<U>(self, reason: WaitReason, unlock: U) {
+        match self.0 {
+            Waiter::G(g) => park_g(g, reason, unlock),
+            Waiter::Thread(t) => {
+                drop(unlock);
+                while !t.woken.load(Ordering::Acquire) {
+                    std::thread::park();
+                }
+            }
+        }
+    }
+}
+
+/// Parks the running G `g`; `unlock` is dropped by the scheduler after the switch.
+fn park_g<U>(g: GRef, reason: WaitReason, unlock: U) {
+    g.set_wait_reason(reason);
+    g.cas_status(Status::Running, Status::Waiting);
+    let mut unlock = Some(unlock);
+    let mut release = move || drop(unlock.take());
+    let release: &mut (dyn FnMut() + '_) = &mut release;
+    // SAFETY: only the lifetime is erased. The scheduler calls the closure once,
+    // right after the switch and before anything can ready this G, so the frame
+    // holding it is alive (module docs, step 2).
+    let release: *mut (dyn FnMut() + 'static) = unsafe { std::mem::transmute(release) };
+    // SAFETY: `g` is the G running this code.
+    unsafe { g.switch_out(Switch::Park(release)) };
+    g.set_wait_reason(WaitReason::None);
+}
+
+/// Makes a `Waiting` G runnable: into the current P's `runnext` if the caller runs
+/// on an M that holds a P, else into the global queue; then maybe wakes an M
+/// (Go's `goready`).
+pub(crate) fn ready(g: GRef) {
+    g.cas_status(Status::Waiting, Status::Runnable);
+    match current_p() {
+        Some(p) => p.runq_put(g, true),
+        None => sched().global.push(g),
+    }
+    wakep();
+}

@@ -1,0 +1,297 @@
+//! A P's local run queue: the `runnext` slot plus a bounded lock-free ring.
+//!
+//! This is Go's `runqput` / `runqget` / `runqgrab` algorithm (src/runtime/proc.go),
+//! written again for Rust's memory model.
+//!
+//! # Who may touch what
+//! - The **owner** is the M currently holding the P. Only the owner calls
+//!   [`RunQueue::push`], [`RunQueue::pop`] and [`RunQueue::steal_into`] (the last on
+//!   its *own* queue, naming a victim). Only the owner writes `tail` and the slots
+//!   at and after `tail`.
+//! - **Thieves** (other Ms, each the owner of another P) read a victim's `head`,
+//!   `tail` and slots and advance the victim's `head` with a CAS; they may also take
+//!   the victim's `runnext` with a CAS.
+//! - Anyone may read [`RunQueue::len`] / [`RunQueue::is_empty`] as a hint.
+//!
+//! # Orderings
+//! - The owner publishes a slot with `tail.store(Release)`; a thief reads `tail`
+//!   with `Acquire`, so the slot contents it then reads are the published ones.
+//! - Consumers (owner pop, thief grab) advance `head` with a `Release` CAS; the
+//!   owner reads `head` with `Acquire` before reusing slots, so a thief's read of a
+//!   slot happens-before the owner overwrites it.
+//! - A thief may read a slot the owner is concurrently overwriting (after the
+//!   thief's `head` snapshot went stale). The slots are atomics, so this is a
+//!   benign race, and the thief's `head` CAS then fails and it retries: a value read
+//!   through a stale snapshot is never used.
+//! - `runnext` changes only by `swap`/CAS (`AcqRel`): the G pointer handed over
+//!   carries its contents with it.
+//!
+//! # Capacity
+//! 256 slots, as Go. Under loom the ring shrinks to 4 so the full-ring and
+//! wrap-around cases are reachable in a model.
+
+use super::sync_prims::{AtomicPtr, AtomicU32, Ordering};
+use std::ptr::{self, NonNull};
+
+/// Slots in the ring (Go: `len(p.runq)`).
+#[cfg(not(loom))]
+pub(crate) const RING_CAP: u32 = 256;
+/// Slots in the ring, shrunk under loom so the overflow paths are reachable.
+#[cfg(loom)]
+pub(crate) const RING_CAP: u32 = 4;
+
+/// What [`RunQueue::pop`] returns besides the item: whether it came from
+/// `runnext` (and so inherits the current time slice, Go's `inheritTime`).
+pub(crate) type Popped<T> = (NonNull<T>, bool);
+
+/// `runnext` + a 256-slot ring of pointers to `T` (in the runtime, `T` is a G).
+pub(crate) struct RunQueue<T> {
+    /// Next slot to consume. Advanced by the owner and by thieves (CAS).
+    head: AtomicU32,
+    /// Next slot to fill. Written only by the owner.
+    tail: AtomicU32,
+    /// The ring. Slot `i % RING_CAP` holds the item at logical index `i`.
+    slots: Box<[AtomicPtr<T>]>,
+    /// The item to run next, ahead of the ring. Null when empty.
+    runnext: AtomicPtr<T>,
+}
+
+// SAFETY: the queue only stores raw pointers; handing the pointees between threads
+// is the caller's contract (in the runtime a G is touched only by the M that popped
+// it). All shared state is atomic.
+unsafe impl<T> Send for RunQueue<T> {}
+// SAFETY: as above; every field is an atomic or an immutable boxed slice of atomics.
+unsafe impl<T> Sync for RunQueue<T> {}
+
+impl<T> Default for RunQueue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> RunQueue<T> {
+    pub(crate) fn new() -> Self {
+        RunQueue {
+            head: AtomicU32::new(0),
+            tail: AtomicU32::new(0),
+            slots: (0..RING_CAP)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect(),
+            runnext: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, i: u32) -> &AtomicPtr<T> {
+        &self.slots[(i % RING_CAP) as usize]
+    }
+
+    /// Items in the ring, not counting `runnext` (Go's `runqtail - runqhead`): a
+    /// hint, exact only for the owner.
+    pub(crate) fn ring_len(&self) -> u32 {
+        loop {
+            let h = self.head.load(Ordering::Acquire);
+            let t = self.tail.load(Ordering::Acquire);
+            // A consistent snapshot has head unchanged across the tail read.
+            if self.head.load(Ordering::Acquire) == h {
+                return t.wrapping_sub(h).min(RING_CAP);
+            }
+        }
+    }
+
+    /// True if the ring and `runnext` are both empty (Go's `runqempty`).
+    pub(crate) fn is_empty(&self) -> bool {
+        // Go's trick: a concurrent pop of runnext followed by a push to the ring can
+        // make a naive read see "empty" while an item is always present. Re-read
+        // tail to make sure head, tail and runnext were observed together.
+        loop {
+            let h = self.head.load(Ordering::SeqCst);
+            let t = self.tail.load(Ordering::SeqCst);
+            let next = self.runnext.load(Ordering::SeqCst);
+            if self.tail.load(Ordering::SeqCst) == t {
+                return h == t && next.is_null();
+            }
+        }
+    }
+
+    /// Owner only. Puts `item` in `runnext` (`next == true`; the item it displaces
+    /// goes to the tail of the ring) or at the tail of the ring. When the ring is
+    /// full, half of it plus the new item are handed to `spill` in one batch, oldest
+    /// first (Go's `runqputslow`): the caller moves them to the global queue.
+    pub(crate) fn push(&self, item: NonNull<T>, next: bool, mut spill: impl FnMut(&[NonNull<T>])) {
+        let mut item = item;
+        if next {
+            let old = self.runnext.swap(item.as_ptr(), Ordering::AcqRel);
+            match NonNull::new(old) {
+                None => return,
+                Some(old) => item = old,
+            }
+        }
+        loop {
+            let h = self.head.load(Ordering::Acquire);
+            let t = self.tail.load(Ordering::Relaxed);
+            if t.wrapping_sub(h) < RING_CAP {
+                self.slot(t).store(item.as_ptr(), Ordering::Relaxed);
+                self.tail.store(t.wrapping_add(1), Ordering::Release);
+                return;
+            }
+            if self.spill_half(h, t, item, &mut spill) {
+                return;
+            }
+            // A thief advanced head first: the ring has room now; retry.
+        }
+    }
+
+    /// Moves the oldest half of a full ring plus `item` to `spill`. Returns false if
+    /// a thief raced us for `head` (then nothing moved and `spill` was not called).
+    fn spill_half(
+        &self,
+        h: u32,
+        t: u32,
+        item: NonNull<T>,
+        spill: &mut impl FnMut(&[NonNull<T>]),
+    ) -> bool {
+        let n = t.wrapping_sub(h) / 2;
+        let mut batch = Vec::with_capacity(n as usize + 1);
+        for i in 0..n {
+            let g = self.slot(h.wrapping_add(i)).load(Ordering::Relaxed);
+            batch.push(g);
+        }
+        if self
+            .head
+            .compare_exchange(h, h.wrapping_add(n), Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        // The CAS succeeded, so the snapshot was consistent: every slot was live.
+        let mut batch: Vec<NonNull<T>> = batch
+            .into_iter()
+            .map(|g| NonNull::new(g).expect("runq: null slot inside the live range"))
+            .collect();
+        batch.push(item);
+        spill(&batch);
+        true
+    }
+
+    /// Owner only. Takes `runnext` if set (inherits the time slice), else the
+    /// oldest item of the ring.
+    pub(crate) fn pop(&self) -> Option<Popped<T>> {
+        let next = self.runnext.load(Ordering::Acquire);
+        if !next.is_null()
+            && self
+                .runnext
+                .compare_exchange(next, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            // SAFETY: checked non-null just above.
+            return Some((unsafe { NonNull::new_unchecked(next) }, true));
+        }
+        // If the CAS failed a thief took runnext: fall through to the ring.
+        self.pop_ring().map(|item| (item, false))
+    }
+
+    /// Owner only. The oldest item of the ring, ignoring `runnext`.
+    pub(crate) fn pop_ring(&self) -> Option<NonNull<T>> {
+        loop {
+            let h = self.head.load(Ordering::Acquire);
+            let t = self.tail.load(Ordering::Relaxed);
+            if h == t {
+                return None;
+            }
+            let item = self.slot(h).load(Ordering::Relaxed);
+            if self
+                .head
+                .compare_exchange(h, h.wrapping_add(1), Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(NonNull::new(item).expect("runq: null slot inside the live range"));
+            }
+        }
+    }
+
+    /// Owner of `self` only. Steals the oldest half of `victim`'s ring into this
+    /// (empty) queue and returns one of the stolen items to run now, plus how many
+    /// were taken. With `steal_runnext`, an empty ring makes it take the victim's
+    /// `runnext` instead, after calling `before_runnext` (the runtime pauses there
+    /// briefly so a running owner gets the chance to run its own `runnext` first).
+    pub(crate) fn steal_into(
+        &self,
+        victim: &RunQueue<T>,
+        steal_runnext: bool,
+        before_runnext: impl FnOnce(),
+    ) -> Option<(NonNull<T>, u32)> {
+        let t = self.tail.load(Ordering::Relaxed);
+        let n = self.grab(victim, t, steal_runnext, before_runnext);
+        if n == 0 {
+            return None;
+        }
+        let last = n - 1;
+        let item = NonNull::new(self.slot(t.wrapping_add(last)).load(Ordering::Relaxed))
+            .expect("runq: stolen slot is null");
+        if last > 0 {
+            let h = self.head.load(Ordering::Acquire);
+            assert!(
+                t.wrapping_sub(h).wrapping_add(last) < RING_CAP,
+                "runq: steal overflowed the thief's ring"
+            );
+            self.tail.store(t.wrapping_add(last), Ordering::Release);
+        }
+        Some((item, n))
+    }
+
+    /// Go's `runqgrab`: copies half of `victim`'s ring into `self`'s slots starting
+    /// at `into` (not yet published) and returns how many.
+    fn grab(
+        &self,
+        victim: &RunQueue<T>,
+        into: u32,
+        steal_runnext: bool,
+        before_runnext: impl FnOnce(),
+    ) -> u32 {
+        let mut before_runnext = Some(before_runnext);
+        loop {
+            let h = victim.head.load(Ordering::Acquire);
+            let t = victim.tail.load(Ordering::Acquire);
+            let avail = t.wrapping_sub(h);
+            let n = avail - avail / 2;
+            if n == 0 {
+                if !steal_runnext {
+                    return 0;
+                }
+                let next = victim.runnext.load(Ordering::Acquire);
+                if next.is_null() {
+                    return 0;
+                }
+                if let Some(pause) = before_runnext.take() {
+                    pause();
+                }
+                if victim
+                    .runnext
+                    .compare_exchange(next, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+                {
+                    continue;
+                }
+                self.slot(into).store(next, Ordering::Relaxed);
+                return 1;
+            }
+            if n > RING_CAP / 2 {
+                // h and t were read at different times: inconsistent, retry.
+                continue;
+            }
+            for i in 0..n {
+                let item = victim.slot(h.wrapping_add(i)).load(Ordering::Relaxed);
+                self.slot(into.wrapping_add(i))
+                    .store(item, Ordering::Relaxed);
+            }
+            if victim
+                .head
+                .compare_exchange(h, h.wrapping_add(n), Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                return n;
+            }
+        }
+    }
+}

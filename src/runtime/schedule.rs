@@ -1,0 +1,436 @@
+//! The scheduling loop every M runs: Go's `schedule`, `findRunnable`, `stealWork`
+//! and `execute`.
+//!
+//! An M runs [`run`] on its own thread stack ("g0"). Each turn it finds a runnable
+//! G ([`find_runnable`], which blocks when there is none), resumes it, and handles
+//! whatever the G asked for when it switched back (yield, park, exit).
+//!
+//! `find_runnable` looks in Go's order:
+//! 1. due timers of its own P;
+//! 2. every 61st schedtick, one G from the global queue first (fairness: Gs that
+//!    keep readying each other on a P cannot starve the global queue);
+//! 3. `runnext`, then the local ring;
+//! 4. a batch from the global queue;
+//! 5. the poller, without blocking, if any G waits on it;
+//! 6. stealing — if this M may spin (at most half the busy Ps have a spinning M):
+//!    four rounds over the other Ps in a random order (random start, coprime
+//!    stride), taking half a victim's ring; the last round also runs victims' due
+//!    timers and may take their `runnext`;
+//! 7. nothing: idle the P and re-check (see [`super::wake`] for why that order),
+//!    then either block in the poller until the next timer, or park the M.
+//!
+//! The slice rule: a G taken from `runnext` inherits the current time slice (no
+//! schedtick bump). So that a pair of Gs readying each other through `runnext`
+//! cannot monopolise the P, a slice that has lasted [`SLICE_NS`] ends: the
+//! `runnext` G goes to the global queue instead, as a G preempted by Go's sysmon does.
+
+use super::g::{GRef, Outcome, Status, Switch};
+use super::m::{set_current_g, M};
+use super::p::{bump, P};
+use super::runq::RING_CAP;
+use super::sched::{sched, Sched};
+use super::timers::{Action, NO_TIMER};
+use super::wake::{become_spinning, reset_spinning, stop_m, wakep};
+use std::sync::atomic::{fence, Ordering};
+use std::time::{Duration, Instant};
+
+/// Check the global queue first every this many schedticks (Go's 61: prime, so it
+/// does not beat with other periodic patterns).
+const GLOBAL_CHECK_PERIOD: u64 = 61;
+/// A time slice (Go's `forcePreemptNS`).
+pub(crate) const SLICE_NS: u64 = 10_000_000;
+/// Runnext runs between clock reads for the slice check.
+const SLICE_CHECK_EVERY: u32 = 32;
+/// Steal rounds over all Ps (Go's `stealTries`).
+const STEAL_TRIES: usize = 4;
+/// Pause before stealing a running P's `runnext`, so its owner can run it first
+/// (Go sleeps ~3 µs here).
+const RUNNEXT_STEAL_PAUSE: Duration = Duration::from_micros(3);
+
+/// The M's main loop; never returns.
+pub(crate) fn run(m: &'static M) -> ! {
+    loop {
+        let (g, inherit) = find_runnable(m);
+        if m.spinning() {
+            reset_spinning(m);
+        }
+        execute(m, g, inherit);
+    }
+}
+
+/// Resumes `g` on this M until it switches out, then carries out its request.
+fn execute(m: &'static M, g: GRef, inherit: bool) {
+    let s = sched();
+    let p = m.p().expect("execute without a P");
+    // SAFETY: this M holds `p`.
+    let local = unsafe { p.local() };
+    if !inherit {
+        bump(&p.counters.schedtick, 1);
+        local.inherited = 0;
+    }
+    bump(&p.counters.context_switches, 1);
+    g.cas_status(Status::Runnable, Status::Running);
+    g.set_m_id(m.id);
+    m.set_curg(g.id);
+    set_current_g(Some(g));
+    let default_size = s.config.stack_size;
+    // SAFETY: we popped `g` from a queue, so this M owns it until it switches out.
+    let outcome = unsafe { g.resume(|size| local.stacks.get(&s.stacks, size, default_size)) };
+    set_current_g(None);
+    m.set_curg(0);
+    match outcome {
+        Outcome::Exited(stack) => {
+            local.stacks.put(&s.stacks, stack, default_size);
+            p.note_gfree(local.stacks.len());
+            exit_g(g);
+        }
+        Outcome::NoStack => exit_g(g),
+        // SAFETY: the G has switched out; this M still owns it.
+        Outcome::Switched => {
+            match std::mem::replace(&mut unsafe { g.ctx() }.switch, Switch::None) {
+                Switch::Yield => {
+                    g.cas_status(Status::Running, Status::Runnable);
+                    s.global.push(g);
+                    wakep();
+                }
+                Switch::Park(unlock) => {
+                    // The G committed to Waiting before switching; only now may its
+                    // waiter's lock be released (the one parking protocol, park.rs).
+                    // SAFETY: the closure lives on the parked G's stack, which stays
+                    // intact until someone readies the G — which cannot happen before
+                    // this call releases the lock that guards its waiter record.
+                    unsafe { (*unlock)() };
+                }
+                Switch::None => unreachable!("goro: G switched out without a reason"),
+            }
+        }
+    }
+}
+
+fn exit_g(g: GRef) {
+    g.set_status(Status::Dead);
+    if let Some(all) = &sched().allgs {
+        all.lock().unwrap_or_else(|e| e.into_inner()).remove(&g.id);
+    }
+    // SAFETY: the G is dead and this M owned it; no queue or waiter holds it.
+    unsafe { g.free() };
+}
+
+/// Finds a G to run, blocking until there is one. Returns with `m` holding a P,
+/// and whether the G inherits the time slice.
+fn find_runnable(m: &'static M) -> (GRef, bool) {
+    let s = sched();
+    'top: loop {
+        let p = m.p().expect("find_runnable without a P");
+        let (now, mut poll_until) = run_timers(p, 0);
+
+        if p.schedtick() % GLOBAL_CHECK_PERIOD == 0 && !s.global.is_empty() {
+            if let Some(g) = global_get(s, p, 1) {
+                return (g, false);
+            }
+        }
+        if let Some(found) = local_pop(s, p) {
+            return found;
+        }
+        if !s.global.is_empty() {
+            if let Some(g) = global_get(s, p, 0) {
+                return (g, false);
+            }
+        }
+        // Step 5 (non-blocking netpoll) has nothing to poll until sockets exist.
+
+        if m.spinning() || s.idle.may_spin(s.gomaxprocs() as u32) {
+            if !m.spinning() {
+                become_spinning(m);
+            }
+            match steal_work(m, p, now) {
+                Stolen::G(g, inherit) => return (g, inherit),
+                Stolen::NewWork => continue 'top,
+                Stolen::Nothing { next_timer } => poll_until = poll_until.min(next_timer),
+            }
+        }
+
+        // Nothing to do: give up the P.
+        {
+            let mut idle = s.idle.lock();
+            if !m.spinning() && s.idle.needspinning() == 1 {
+                // Someone wanted a spinner but found no idle P: be it instead.
+                drop(idle);
+                become_spinning(m);
+                continue 'top;
+            }
+            idle.pidle_put(m.release_p());
+        }
+        // Pairs with the fence in `wakep`: a submitter either sees our P idle, or
+        // we see its work below.
+        fence(Ordering::SeqCst);
+        let was_spinning = m.spinning();
+        if was_spinning {
+            m.set_spinning(false);
+            s.idle.stop_spinning();
+        }
+        if !s.global.is_empty() {
+            let p = s.idle.lock().pidle_get_spinning();
+            if let Some(p) = p {
+                m.acquire_p(p);
+                become_spinning(m);
+                continue 'top;
+            }
+        }
+        if was_spinning {
+            if let Some(p) = check_runqs_without_p(s) {
+                m.acquire_p(p);
+                become_spinning(m);
+                continue 'top;
+            }
+            poll_until = poll_until.min(earliest_timer(s));
+        }
+
+        // Block in the poller until the next timer, if nobody else is.
+        if poll_until != NO_TIMER && s.lastpoll.swap(0, Ordering::SeqCst) != 0 {
+            s.poll_until.store(poll_until, Ordering::SeqCst);
+            let delay = poll_until.saturating_sub(s.nanotime());
+            m.set_blocked(true);
+            s.poller.poll(Some(Duration::from_nanos(delay)));
+            m.set_blocked(false);
+            s.poll_until.store(0, Ordering::SeqCst);
+            s.lastpoll.store(s.nanotime().max(1), Ordering::SeqCst);
+            let p = s.idle.lock().pidle_get();
+            if let Some(p) = p {
+                m.acquire_p(p);
+                if was_spinning {
+                    become_spinning(m);
+                }
+                continue 'top;
+            }
+        } else if poll_until != NO_TIMER {
+            let until = s.poll_until.load(Ordering::SeqCst);
+            if until == 0 || until > poll_until {
+                s.poller.wake();
+            }
+        }
+        stop_m(m);
+    }
+}
+
+/// Runs `p`'s due timers (readying their Gs onto this M's P). Returns the clock
+/// (0 if it was not read) and `p`'s next deadline.
+fn run_timers(p: &P, now: u64) -> (u64, u64) {
+    let next = p.timers.next();
+    if next == NO_TIMER {
+        return (now, NO_TIMER);
+    }
+    let now = if now == 0 { sched().nanotime() } else { now };
+    if next > now {
+        return (now, next);
+    }
+    let fired = p.timers.run_due(now, |action| match action {
+        Action::Ready(g) => super::park::ready(g),
+    });
+    if let Some(mine) = super::m::current_p() {
+        bump(&mine.counters.timers_fired, fired as u64);
+    }
+    (now, p.timers.next())
+}
+
+/// `runnext` or the ring, applying the slice rule (module docs).
+fn local_pop(s: &Sched, p: &P) -> Option<(GRef, bool)> {
+    let (g, inherit) = p.runq.pop()?;
+    let g = GRef::from_ptr(g);
+    if !inherit {
+        return Some((g, false));
+    }
+    bump(&p.counters.runnext_hits, 1);
+    // SAFETY: this M holds `p`.
+    let local = unsafe { p.local() };
+    local.inherited += 1;
+    if local.inherited == 1 {
+        local.inherited_since = s.nanotime();
+    } else if local.inherited % SLICE_CHECK_EVERY == 0
+        && s.nanotime().saturating_sub(local.inherited_since) >= SLICE_NS
+    {
+        // Slice used up: this G goes to the back of the global queue and the P
+        // moves on, starting a fresh slice.
+        local.inherited = 0;
+        s.global.push(g);
+        let g = p
+            .runq
+            .pop_ring()
+            .map(GRef::from_ptr)
+            .or_else(|| global_get(s, p, 0))?;
+        return Some((g, false));
+    }
+    Some((g, true))
+}
+
+/// Takes a batch from the global queue into `p`'s ring and returns one G (Go's
+/// `globrunqget`): its fair share `len/gomaxprocs + 1`, at most half a ring, and at
+/// most `max` if non-zero.
+fn global_get(s: &Sched, p: &P, max: usize) -> Option<GRef> {
+    let mut n = (s.global.len() / s.gomaxprocs() + 1).min(RING_CAP as usize / 2);
+    if max > 0 {
+        n = n.min(max);
+    }
+    let first = s.global_pop()?;
+    bump(&p.counters.global_runq_gets, 1);
+    for _ in 1..n {
+        match s.global_pop() {
+            Some(g) => p.runq_put(g, false),
+            None => break,
+        }
+    }
+    Some(first)
+}
+
+enum Stolen {
+    G(GRef, bool),
+    /// A timer fired and readied something (maybe onto the global queue).
+    NewWork,
+    Nothing {
+        next_timer: u64,
+    },
+}
+
+/// Step 6 of `find_runnable` (Go's `stealWork`).
+fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
+    let s = sched();
+    let n = s.gomaxprocs();
+    let mut next_timer = NO_TIMER;
+    let mut ran_timers = false;
+    for round in 0..STEAL_TRIES {
+        let last = round == STEAL_TRIES - 1;
+        for victim in RandomOrder::new(n, m.rand(), &s.steal_strides) {
+            if victim == p.id {
+                continue;
+            }
+            let v = &s.allp[victim];
+            if last && v.timers.next() != NO_TIMER {
+                let before = v.timers.len();
+                let (t, w) = run_timers(v, now);
+                now = t;
+                next_timer = next_timer.min(w);
+                if v.timers.len() < before {
+                    if let Some(found) = local_pop(s, p) {
+                        return Stolen::G(found.0, found.1);
+                    }
+                    ran_timers = true;
+                }
+            }
+            if v.status() == super::p::PStatus::Idle {
+                continue;
+            }
+            let running = v.status() == super::p::PStatus::Running;
+            let pause = || {
+                if running {
+                    let until = Instant::now() + RUNNEXT_STEAL_PAUSE;
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                }
+            };
+            if let Some((g, taken)) = p.runq.steal_into(&v.runq, last, pause) {
+                bump(&p.counters.steals, 1);
+                bump(&p.counters.stolen, u64::from(taken));
+                return Stolen::G(GRef::from_ptr(g), false);
+            }
+        }
+    }
+    if ran_timers {
+        Stolen::NewWork
+    } else {
+        Stolen::Nothing { next_timer }
+    }
+}
+
+/// After idling its P, a formerly spinning M looks at every busy P's queue once
+/// more; if one has work it takes an idle P back (Go's `checkRunqsNoP`).
+fn check_runqs_without_p(s: &Sched) -> Option<usize> {
+    for p in s.allp.iter() {
+        if p.status() != super::p::PStatus::Idle && !p.runq.is_empty() {
+            return s.idle.lock().pidle_get_spinning();
+        }
+    }
+    None
+}
+
+/// The earliest timer over all Ps (Go's `checkTimersNoP`).
+fn earliest_timer(s: &Sched) -> u64 {
+    s.allp
+        .iter()
+        .map(|p| p.timers.next())
+        .min()
+        .unwrap_or(NO_TIMER)
+}
+
+/// Visits `0..n` in a random order: a random start and a stride coprime with `n`,
+/// so every index comes exactly once (Go's `randomOrder`).
+struct RandomOrder {
+    n: usize,
+    pos: usize,
+    stride: usize,
+    left: usize,
+}
+
+impl RandomOrder {
+    /// `strides` are the numbers in `1..=n` coprime with `n` ([`coprimes`]).
+    fn new(n: usize, r: u32, strides: &[usize]) -> Self {
+        let r = r as usize;
+        let stride = strides[(r >> 16) % strides.len()];
+        RandomOrder {
+            n,
+            pos: r % n,
+            stride,
+            left: n,
+        }
+    }
+}
+
+/// The numbers in `1..=n` coprime with `n`: the strides that visit every index of
+/// `0..n` exactly once.
+pub(crate) fn coprimes(n: usize) -> Vec<usize> {
+    fn gcd(a: usize, b: usize) -> usize {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    (1..=n.max(1)).filter(|&i| gcd(i, n.max(1)) == 1).collect()
+}
+
+impl Iterator for RandomOrder {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let cur = self.pos;
+        self.pos = (self.pos + self.stride) % self.n;
+        Some(cur)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_order_visits_each_p_once() {
+        for n in 1..=12 {
+            for r in [0u32, 1, 7, 0xdead_beef, u32::MAX] {
+                let mut seen: Vec<usize> = RandomOrder::new(n, r, &coprimes(n)).collect();
+                seen.sort_unstable();
+                assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n={n} r={r}");
+            }
+        }
+    }
+
+    #[test]
+    fn random_order_uses_different_strides() {
+        let strides: std::collections::HashSet<usize> = (0..64u32)
+            .map(|k| RandomOrder::new(8, k << 16, &coprimes(8)).stride)
+            .collect();
+        assert_eq!(strides, [1, 3, 5, 7].into_iter().collect());
+    }
+}

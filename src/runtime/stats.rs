@@ -1,0 +1,82 @@
+//! `goro::runtime::stats()`: a snapshot of the scheduler's counters.
+//!
+//! Counters are per P (written only by the M holding the P, so no contended cache
+//! line on the hot path) and summed here. The snapshot is not atomic across Ps;
+//! `completed` is read before `spawned` so `live` never comes out negative from a
+//! G that was counted as finished but not yet as spawned.
+
+use super::sched::Sched;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// A snapshot of the runtime's counters. All are monotonically increasing since
+/// start-up, except those marked as gauges.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Gs created.
+    pub spawned: u64,
+    /// Gs that finished (returned or panicked).
+    pub completed: u64,
+    /// Gauge: Gs spawned and not finished.
+    pub live: u64,
+    /// Times an M resumed a G.
+    pub context_switches: u64,
+    /// Successful steal operations.
+    pub steals: u64,
+    /// Gs moved by steals.
+    pub stolen: u64,
+    /// Times a P took work from the global run queue.
+    pub global_runq_gets: u64,
+    /// Gs taken from a P's `runnext` slot.
+    pub runnext_hits: u64,
+    /// Gs made runnable by the network poller.
+    pub netpoll_ready: u64,
+    /// Timers that fired.
+    pub timers_fired: u64,
+    /// Ps handed to another M because their G was stuck in a blocking call.
+    pub syscall_handoffs: u64,
+    /// Ps retaken from a G that ran too long without yielding.
+    pub preempt_retakes: u64,
+    /// Per-P figures, indexed by P id.
+    pub procs: Vec<ProcStats>,
+}
+
+/// Per-P figures in [`Stats`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProcStats {
+    /// Scheduling rounds that started a new time slice.
+    pub schedtick: u64,
+    /// Gauge: Gs in the P's local ring (not counting `runnext`, as Go's schedtrace).
+    pub runq_len: u64,
+    /// Successful steals by this P.
+    pub steals: u64,
+}
+
+pub(crate) fn collect(s: &Sched) -> Stats {
+    let mut st = Stats::default();
+    for p in s.allp.iter() {
+        st.completed += p.counters.completed.load(Relaxed);
+    }
+    st.spawned = s.counters.spawned_outside.load(Relaxed);
+    for p in s.allp.iter() {
+        let c = &p.counters;
+        st.spawned += c.spawned.load(Relaxed);
+        st.context_switches += c.context_switches.load(Relaxed);
+        st.steals += c.steals.load(Relaxed);
+        st.stolen += c.stolen.load(Relaxed);
+        st.global_runq_gets += c.global_runq_gets.load(Relaxed);
+        st.runnext_hits += c.runnext_hits.load(Relaxed);
+        st.timers_fired += c.timers_fired.load(Relaxed);
+        st.procs.push(ProcStats {
+            schedtick: c.schedtick.load(Relaxed),
+            runq_len: u64::from(p.runq.ring_len()),
+            steals: c.steals.load(Relaxed),
+        });
+    }
+    st.live = st.spawned.saturating_sub(st.completed);
+    st.netpoll_ready = s.counters.netpoll_ready.load(Relaxed);
+    st.syscall_handoffs = s.counters.syscall_handoffs.load(Relaxed);
+    st.preempt_retakes = s.counters.preempt_retakes.load(Relaxed);
+    st
+}

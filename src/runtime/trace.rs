@@ -1,0 +1,191 @@
+//! `GODEBUG=schedtrace=N[,scheddetail=1]`: periodic scheduler summaries on stderr in
+//! Go's own format, plus goro's extra fields (`steals=`, `stolen=`).
+//!
+//! A dedicated thread (no P) prints one line at start-up and then every N ms. It
+//! only reads atomics and short-held locks, so the numbers are a racy snapshot, as
+//! Go's are.
+
+use super::g::Status;
+use super::sched::Sched;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::time::Duration;
+
+/// The parsed `GODEBUG` settings goro understands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Godebug {
+    /// Print period in ms; 0 = off.
+    pub(crate) schedtrace_ms: u64,
+    pub(crate) scheddetail: bool,
+}
+
+impl Godebug {
+    pub(crate) fn from_env() -> Godebug {
+        match std::env::var("GODEBUG") {
+            Ok(v) => Godebug::parse(&v, |warning| eprintln!("goro: GODEBUG: {warning}")),
+            Err(_) => Godebug::default(),
+        }
+    }
+
+    /// Parses `key=value,...`; unknown keys are left to other readers (Go ignores
+    /// them too), bad values of our keys are reported through `warn`.
+    pub(crate) fn parse(v: &str, mut warn: impl FnMut(String)) -> Godebug {
+        let mut g = Godebug::default();
+        for kv in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, val) = kv.split_once('=').unwrap_or((kv, ""));
+            match k {
+                "schedtrace" => match val.parse::<u64>() {
+                    Ok(ms) => g.schedtrace_ms = ms,
+                    Err(_) => warn(format!(
+                        "schedtrace={val:?} is not a whole number of milliseconds; ignored"
+                    )),
+                },
+                "scheddetail" => match val {
+                    "0" => g.scheddetail = false,
+                    "1" => g.scheddetail = true,
+                    _ => warn(format!("scheddetail={val:?} must be 0 or 1; ignored")),
+                },
+                _ => {}
+            }
+        }
+        g
+    }
+}
+
+/// Starts the trace thread if `schedtrace` is on.
+pub(crate) fn start(s: &'static Sched) {
+    let period = s.godebug.schedtrace_ms;
+    if period == 0 {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("goro-schedtrace".into())
+        .spawn(move || loop {
+            let line = render(s);
+            // One write per report so lines from concurrent writers do not interleave.
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+            std::thread::sleep(Duration::from_millis(period));
+        });
+    if let Err(e) = spawned {
+        eprintln!("goro: GODEBUG=schedtrace: cannot start the trace thread: {e}");
+    }
+}
+
+/// One report: the summary line, and with scheddetail the P, M and G lines.
+pub(crate) fn render(s: &Sched) -> String {
+    let detail = s.godebug.scheddetail;
+    let ms = s.started.elapsed().as_millis();
+    let stats = super::stats::collect(s);
+    let ms_list = s.allm.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "SCHED {ms}ms: gomaxprocs={} idleprocs={} threads={} spinningthreads={} needspinning={} idlethreads={} runqueue={}",
+        s.gomaxprocs(),
+        s.idle.npidle(),
+        ms_list.len(),
+        s.idle.nmspinning(),
+        s.idle.needspinning(),
+        s.idle.nmidle(),
+        s.global.len(),
+    );
+    if detail {
+        out.push_str(" gcwaiting=false nmidlelocked=0 stopwait=0 sysmonwait=false");
+    } else {
+        out.push_str(" [");
+        for p in &stats.procs {
+            let _ = write!(out, " {}", p.runq_len);
+        }
+        out.push_str(" ] schedticks=[");
+        for p in &stats.procs {
+            let _ = write!(out, " {}", p.schedtick);
+        }
+        out.push_str(" ]");
+    }
+    let _ = writeln!(out, " steals={} stolen={}", stats.steals, stats.stolen);
+    if !detail {
+        return out;
+    }
+    for (i, p) in s.allp.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  P{i}: status={} schedtick={} syscalltick=0 m={} runqsize={} gfreecnt={} timerslen={}",
+            p.status() as u8,
+            p.schedtick(),
+            nil_or(p.m_id()),
+            stats.procs[i].runq_len,
+            p.gfreecnt(),
+            p.timers.len()
+        );
+    }
+    // Go lists Ms newest first.
+    for m in ms_list.iter().rev() {
+        let _ = writeln!(
+            out,
+            "  M{}: p={} curg={} mallocing=0 throwing=0 preemptoff= locks=0 dying=0 spinning={} blocked={} lockedg=nil",
+            m.id,
+            nil_or(m.p_id().map_or(-1, |p| p as i64)),
+            nil_or(if m.curg() == 0 { -1 } else { m.curg() as i64 }),
+            m.spinning(),
+            m.blocked()
+        );
+    }
+    if let Some(all) = &s.allgs {
+        let all = all.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gs: Vec<_> = all.values().collect();
+        gs.sort_by_key(|g| g.id);
+        for g in gs {
+            let status = g.status();
+            let reason = if status == Status::Waiting {
+                g.wait_reason().as_str()
+            } else {
+                ""
+            };
+            let m = if status == Status::Running {
+                g.m_id()
+            } else {
+                -1
+            };
+            let _ = writeln!(
+                out,
+                "  G{}: status={}({reason}) m={} lockedm=nil",
+                g.id,
+                status as u8,
+                nil_or(m)
+            );
+        }
+    }
+    out
+}
+
+fn nil_or(v: i64) -> String {
+    if v < 0 {
+        "nil".to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn godebug_parsing() {
+        let mut warnings = Vec::new();
+        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1", |w| {
+            warnings.push(w)
+        });
+        assert_eq!(
+            g,
+            Godebug {
+                schedtrace_ms: 250,
+                scheddetail: true
+            }
+        );
+        assert!(warnings.is_empty());
+        let g = Godebug::parse("schedtrace=abc,scheddetail=yes", |w| warnings.push(w));
+        assert_eq!(g, Godebug::default());
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+    }
+}

@@ -1,0 +1,101 @@
+//! Waking and parking Ms: Go's `wakep`, `startm`, `stopm`, `resetspinning` and
+//! `wakeNetPoller`.
+//!
+//! # The protocol (Go's "Worker thread parking/unparking")
+//! We want enough running Ms to use every P that has work, but no M burning a core
+//! when there is nothing to do, and never a lost wake-up (runnable work, an idle P,
+//! and every M asleep). The rules:
+//! 1. Whoever makes a G runnable (spawn, ready, yield, a timer, a spill to the global
+//!    queue) calls [`wakep`] afterwards. It wakes an M only if there is an idle P
+//!    and no spinning M; the woken M starts spinning.
+//! 2. A spinning M that finds work stops spinning and, if it was the last spinner,
+//!    calls [`wakep`] again ([`reset_spinning`]): work tends to come in bursts and
+//!    the next G may need another M.
+//! 3. A spinning M that finds nothing first idles its P, then stops spinning, then
+//!    re-checks every source of work (see `find_runnable`). Because `wakep` reads
+//!    `nmspinning` after publishing its work and the spinner re-checks after
+//!    decrementing it (both `SeqCst`), one of them sees the other.
+//!
+//! Rejected alternative: waking an M for every new G (one futex syscall per spawn,
+//! and a thundering herd); Go measured the spinning scheme better and so did we
+//! (docs/DESIGN.md).
+
+use super::m::{spawn_thread, M};
+use super::sched::sched;
+use std::sync::atomic::{fence, Ordering};
+
+/// Tries to put one more M to work on an idle P (rule 1). Call after publishing
+/// runnable work.
+pub(crate) fn wakep() {
+    let s = sched();
+    // Pairs with the SeqCst fence in `find_runnable` after an M idles its P: either
+    // we see its P in `npidle`, or it sees our work in the queues.
+    fence(Ordering::SeqCst);
+    if !s.idle.should_wake() {
+        return;
+    }
+    let p = s.idle.lock().pidle_get_spinning();
+    match p {
+        Some(p) => start_m(p, true),
+        None => {
+            s.idle.stop_spinning();
+        }
+    }
+}
+
+/// Runs P `p` on an idle M, or on a new one (Go's `startm`). With `spinning`, the
+/// caller already counted the M in `nmspinning`.
+pub(crate) fn start_m(p: usize, spinning: bool) {
+    let s = sched();
+    let m = s.idle.lock().mget();
+    match m {
+        Some(m) => {
+            m.set_spinning(spinning);
+            m.set_nextp(p);
+            m.note.wake();
+        }
+        None => spawn_thread(s.new_m(), p, spinning),
+    }
+}
+
+/// Parks this M (which holds no P) until [`start_m`] hands it one, then takes it
+/// (Go's `stopm`).
+pub(crate) fn stop_m(m: &'static M) {
+    debug_assert!(m.p_id().is_none());
+    debug_assert!(!m.spinning());
+    sched().idle.lock().mput(m);
+    m.set_blocked(true);
+    m.note.sleep();
+    m.set_blocked(false);
+    let p = m.take_nextp().expect("M woken without a P");
+    m.acquire_p(p);
+}
+
+/// Rule 2: this M found work and stops spinning.
+pub(crate) fn reset_spinning(m: &M) {
+    debug_assert!(m.spinning());
+    m.set_spinning(false);
+    sched().idle.stop_spinning();
+    wakep();
+}
+
+/// This M turns spinning.
+pub(crate) fn become_spinning(m: &M) {
+    m.set_spinning(true);
+    sched().idle.become_spinning();
+}
+
+/// A timer at `when` was added: make sure some M will wake up for it (Go's
+/// `wakeNetPoller`).
+pub(crate) fn wake_netpoller(when: u64) {
+    let s = sched();
+    if s.lastpoll.load(Ordering::SeqCst) == 0 {
+        // An M is blocked in the poller; interrupt it if it would sleep past `when`.
+        let until = s.poll_until.load(Ordering::SeqCst);
+        if until == 0 || until > when {
+            s.poller.wake();
+        }
+    } else {
+        wakep();
+    }
+}
