@@ -13,6 +13,8 @@
 mod config;
 pub(crate) mod g;
 pub(crate) mod idle;
+#[cfg(all(test, loom))]
+mod loom_models;
 pub(crate) mod m;
 pub(crate) mod note;
 pub(crate) mod p;

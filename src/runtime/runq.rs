@@ -295,3 +295,164 @@ impl<T> RunQueue<T> {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, Ordering as O};
+    use std::sync::{Arc, Mutex};
+
+    /// Items are addresses inside a leaked array, so each is distinct.
+    fn items(n: usize) -> Vec<NonNull<u64>> {
+        let v: &'static mut [u64] = Box::leak((0..n as u64).collect::<Vec<_>>().into_boxed_slice());
+        v.iter_mut().map(NonNull::from).collect()
+    }
+
+    fn val(p: NonNull<u64>) -> u64 {
+        // SAFETY: points into the leaked array of `items`.
+        unsafe { *p.as_ptr() }
+    }
+
+    fn no_spill(_: &[NonNull<u64>]) {
+        panic!("unexpected spill");
+    }
+
+    #[test]
+    fn fills_to_capacity_and_pops_fifo() {
+        let q = RunQueue::new();
+        let it = items(RING_CAP as usize);
+        for &i in &it {
+            q.push(i, false, no_spill);
+        }
+        assert_eq!(q.ring_len(), RING_CAP);
+        for want in 0..RING_CAP as u64 {
+            let (g, inherit) = q.pop().unwrap();
+            assert_eq!((val(g), inherit), (want, false));
+        }
+        assert!(q.pop().is_none());
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn full_ring_spills_half_plus_new_in_one_batch() {
+        let q = RunQueue::new();
+        let it = items(RING_CAP as usize + 1);
+        for &i in &it[..RING_CAP as usize] {
+            q.push(i, false, no_spill);
+        }
+        let mut spilled = Vec::new();
+        q.push(it[RING_CAP as usize], false, |b| {
+            spilled.push(b.iter().map(|&g| val(g)).collect::<Vec<_>>())
+        });
+        assert_eq!(spilled.len(), 1, "one batch");
+        let mut want: Vec<u64> = (0..RING_CAP as u64 / 2).collect();
+        want.push(RING_CAP as u64);
+        assert_eq!(spilled[0], want, "oldest half, then the new item");
+        assert_eq!(q.ring_len(), RING_CAP / 2);
+        assert_eq!(val(q.pop().unwrap().0), RING_CAP as u64 / 2);
+    }
+
+    #[test]
+    fn runnext_displaces_to_tail_and_inherits() {
+        let q = RunQueue::new();
+        let it = items(3);
+        q.push(it[0], false, no_spill);
+        q.push(it[1], true, no_spill);
+        q.push(it[2], true, no_spill); // displaces 1 to the tail
+        assert_eq!(q.pop().map(|(g, inh)| (val(g), inh)), Some((2, true)));
+        assert_eq!(q.pop().map(|(g, inh)| (val(g), inh)), Some((0, false)));
+        assert_eq!(q.pop().map(|(g, inh)| (val(g), inh)), Some((1, false)));
+        assert!(q.pop().is_none());
+    }
+
+    #[test]
+    fn steal_takes_the_oldest_half() {
+        let victim = RunQueue::new();
+        let thief = RunQueue::new();
+        let it = items(10);
+        for &i in &it {
+            victim.push(i, false, no_spill);
+        }
+        let (g, n) = thief.steal_into(&victim, false, || {}).unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(val(g), 4, "the thief runs the newest of what it took");
+        let mut rest = Vec::new();
+        while let Some((g, _)) = thief.pop() {
+            rest.push(val(g));
+        }
+        assert_eq!(rest, vec![0, 1, 2, 3]);
+        assert_eq!(victim.ring_len(), 5);
+        assert_eq!(val(victim.pop().unwrap().0), 5);
+    }
+
+    #[test]
+    fn runnext_is_stolen_only_when_asked_and_the_ring_is_empty() {
+        let victim = RunQueue::new();
+        let thief = RunQueue::new();
+        let it = items(1);
+        victim.push(it[0], true, no_spill);
+        assert!(thief
+            .steal_into(&victim, false, || panic!("no pause"))
+            .is_none());
+        let mut paused = false;
+        let (g, n) = thief.steal_into(&victim, true, || paused = true).unwrap();
+        assert!(paused, "pause before taking runnext");
+        assert_eq!((val(g), n), (0, 1));
+        assert!(victim.is_empty());
+    }
+
+    /// One owner pushing/popping (with spills) and two thieves: every item is
+    /// consumed exactly once.
+    #[test]
+    fn concurrent_owner_and_thieves_consume_each_item_once() {
+        const N: usize = 200_000;
+        let q = Arc::new(RunQueue::<u64>::new());
+        let it = Arc::new(items(N));
+        let seen = Arc::new(Mutex::new(Vec::with_capacity(N)));
+        let done = Arc::new(AtomicBool::new(false));
+        let thieves: Vec<_> = (0..2)
+            .map(|_| {
+                let (q, seen, done) = (q.clone(), seen.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mine = RunQueue::new();
+                    let mut got = Vec::new();
+                    while !done.load(O::Acquire) || !q.is_empty() {
+                        if mine.steal_into(&q, true, || {}).is_some_and(|(g, _)| {
+                            got.push(val(g));
+                            true
+                        }) {
+                            while let Some((g, _)) = mine.pop() {
+                                got.push(val(g));
+                            }
+                        }
+                    }
+                    seen.lock().unwrap().extend(got);
+                })
+            })
+            .collect();
+        let mut got = Vec::new();
+        for (k, &i) in it.iter().enumerate() {
+            q.push(i, k % 3 == 0, |batch| {
+                got.extend(batch.iter().map(|&g| val(g)))
+            });
+            if k % 2 == 0 {
+                if let Some((g, _)) = q.pop() {
+                    got.push(val(g));
+                }
+            }
+        }
+        while let Some((g, _)) = q.pop() {
+            got.push(val(g));
+        }
+        done.store(true, O::Release);
+        for t in thieves {
+            t.join().unwrap();
+        }
+        let mut all = seen.lock().unwrap().clone();
+        all.extend(got);
+        assert_eq!(all.len(), N, "every item consumed once");
+        let distinct: HashSet<u64> = all.into_iter().collect();
+        assert_eq!(distinct.len(), N, "no item consumed twice");
+    }
+}

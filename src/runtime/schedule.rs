@@ -161,14 +161,15 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
             }
             idle.pidle_put(m.release_p());
         }
-        // Pairs with the fence in `wakep`: a submitter either sees our P idle, or
-        // we see its work below.
-        fence(Ordering::SeqCst);
         let was_spinning = m.spinning();
         if was_spinning {
             m.set_spinning(false);
             s.idle.stop_spinning();
         }
+        // Pairs with the fence in `wakep`. Both of our stores (P idle, one spinner
+        // fewer) come before it and every re-check below after it, so a submitter
+        // either sees our P idle and no spinner (and wakes an M), or we see its work.
+        fence(Ordering::SeqCst);
         if !s.global.is_empty() {
             let p = s.idle.lock().pidle_get_spinning();
             if let Some(p) = p {
