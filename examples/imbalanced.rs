@@ -28,12 +28,10 @@ fn work(seed: u64) -> u64 {
 fn main() {
     let start = Instant::now();
     let total = goro::go!(|| {
-        let handles: Vec<_> = (0..GOROUTINES)
-            .map(|i| goro::go!(move || work(i)))
-            .collect();
-        handles.into_iter().fold(0u64, |acc, h| {
-            acc.wrapping_add(h.join().expect("worker panicked"))
-        })
+        let handles: Vec<_> = (0..GOROUTINES).map(|i| goro::go!(move || work(i))).collect();
+        handles
+            .into_iter()
+            .fold(0u64, |acc, h| acc.wrapping_add(h.join().expect("worker panicked")))
     })
     .join()
     .expect("driver panicked");

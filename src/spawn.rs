@@ -1,12 +1,18 @@
 //! Spawning and joining goroutines: [`spawn`], [`Builder`], [`JoinHandle`],
 //! [`GoId`], [`yield_now`] and [`current`].
 //!
-//! A spawn allocates the G and a shared join slot and puts the G in the current
-//! P's `runnext` (Go's `newproc`), or in the global queue when called from a plain
-//! thread. No stack is touched until the G first runs, so a million queued Gs cost
-//! only their small heap objects.
+//! A spawn makes one heap block, a [`Task`]: the G header, the join slot and the
+//! closure (`#[repr(C)]`, header first, so a pointer to the task is a pointer to its
+//! G). It then puts the G in the current P's `runnext` (Go's `newproc`), or in the
+//! global queue when called from a plain thread. No stack is touched until the G
+//! first runs, so a million queued Gs cost only their blocks.
+//!
+//! The block is shared by the scheduler and the [`JoinHandle`]; whichever lets go
+//! last frees it (see `runtime::g`). A `JoinHandle<T>` does not know the closure's
+//! type, only `T`: it reads the slot through [`TaskHead<T>`], a `#[repr(C)]` prefix
+//! of every `Task<F, T>`, which puts the slot at the same offset whatever `F` is.
 
-use crate::runtime::g::{Entry, GRef, Status, Switch, WaitReason, G};
+use crate::runtime::g::{GRef, GVtable, Status, Switch, WaitReason, G};
 use crate::runtime::m::{current_g, current_p};
 use crate::runtime::p::bump;
 use crate::runtime::park::{Parker, Waiter};
@@ -14,12 +20,14 @@ use crate::runtime::sched::sched;
 use crate::runtime::stack::MAX_STACK_SIZE;
 use crate::runtime::wake::wakep;
 use std::any::Any;
+use std::cell::UnsafeCell;
 use std::fmt;
 use std::io;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// A goroutine's id: unique for the life of the process, as Go's goid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -106,9 +114,7 @@ impl Builder {
             if size > MAX_STACK_SIZE {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    format!(
-                        "goroutine stack size {size} exceeds the maximum of {MAX_STACK_SIZE} bytes"
-                    ),
+                    format!("goroutine stack size {size} exceeds the maximum of {MAX_STACK_SIZE} bytes"),
                 ));
             }
         }
@@ -122,36 +128,81 @@ impl Builder {
         let stack_size = self
             .stack_size
             .map_or(s.config.stack_size, crate::runtime::stack::round_size);
-        let join = Arc::new(JoinState::<T>::new());
-        let done = Arc::clone(&join);
-        let entry: Entry = Box::new(move |no_stack| match no_stack {
-            None => {
-                let result = catch_unwind(AssertUnwindSafe(f));
-                count_completed();
-                done.complete(result);
-            }
-            Some(err) => {
-                count_completed();
-                let msg = format!("goro: cannot allocate a goroutine stack: {err}");
-                done.complete(Err(Box::new(msg)));
-            }
-        });
         let id = next_goid();
-        let g = GRef::new(G::new(
-            id,
-            self.name.map(String::into_boxed_str),
-            stack_size,
-            entry,
-        ));
+        let task = Box::new(Task {
+            head: TaskHead {
+                g: G::new(
+                    &Task::<F, T>::VTABLE,
+                    id,
+                    self.name.map(String::into_boxed_str),
+                    stack_size,
+                ),
+                slot: JoinSlot::<T>::new(),
+            },
+            f: UnsafeCell::new(Some(f)),
+        });
+        let g = GRef::from_ptr(NonNull::from(Box::leak(task)).cast());
         if let Some(all) = &s.allgs {
             all.lock().unwrap_or_else(|e| e.into_inner()).insert(id, g);
         }
         newproc(g);
         Ok(JoinHandle {
+            g,
             id: GoId(id),
-            join,
-            _not_sync_result: PhantomData,
+            _result: PhantomData,
         })
+    }
+}
+
+/// The part of every task block a `JoinHandle<T>` may see.
+#[repr(C)]
+struct TaskHead<T> {
+    g: G,
+    slot: JoinSlot<T>,
+}
+
+/// One spawn's heap block: G header, join slot, closure.
+#[repr(C)]
+struct Task<F, T> {
+    head: TaskHead<T>,
+    /// The body until it runs. Touched only by the G itself (or, if no stack could
+    /// be had, by the M reporting that).
+    f: UnsafeCell<Option<F>>,
+}
+
+impl<F, T> Task<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    const VTABLE: GVtable = GVtable {
+        run: Self::run,
+        dealloc: Self::dealloc,
+    };
+
+    /// # Safety
+    /// `g` heads a `Task<F, T>`; called once (`GVtable::run`).
+    unsafe fn run(g: NonNull<G>, no_stack: Option<io::Error>) {
+        // SAFETY: `g` heads a Task<F, T> (caller's contract); `f` is ours alone.
+        let task = unsafe { g.cast::<Task<F, T>>().as_ref() };
+        // SAFETY: as above: only this one call touches `f`.
+        let f = unsafe { (*task.f.get()).take() }.expect("goro: goroutine body ran twice");
+        let result = match no_stack {
+            None => catch_unwind(AssertUnwindSafe(f)),
+            Some(err) => {
+                drop(f);
+                Err(Box::new(format!("goro: cannot allocate a goroutine stack: {err}")) as Box<dyn Any + Send>)
+            }
+        };
+        count_completed();
+        task.head.slot.complete(result);
+    }
+
+    /// # Safety
+    /// `g` heads a `Task<F, T>` allocated by `Builder::spawn`; last reference.
+    unsafe fn dealloc(g: NonNull<G>) {
+        // SAFETY: allocated as Box<Task<F, T>> in Builder::spawn (caller's contract).
+        drop(unsafe { Box::from_raw(g.cast::<Task<F, T>>().as_ptr()) });
     }
 }
 
@@ -202,7 +253,7 @@ fn newproc(g: GRef) {
 }
 
 /// The G's result, shared by the G and its [`JoinHandle`].
-struct JoinState<T> {
+struct JoinSlot<T> {
     finished: AtomicBool,
     slot: Mutex<Slot<T>>,
 }
@@ -210,26 +261,37 @@ struct JoinState<T> {
 struct Slot<T> {
     result: Option<std::thread::Result<T>>,
     waiter: Option<Waiter>,
+    /// The handle was dropped: nobody will read the result.
+    detached: bool,
 }
 
-impl<T> JoinState<T> {
+impl<T> JoinSlot<T> {
     fn new() -> Self {
-        JoinState {
+        JoinSlot {
             finished: AtomicBool::new(false),
             slot: Mutex::new(Slot {
                 result: None,
                 waiter: None,
+                detached: false,
             }),
         }
     }
 
+    /// Called on the G's stack with its result.
     fn complete(&self, result: std::thread::Result<T>) {
-        let waiter = {
+        let (waiter, unread) = {
             let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
-            slot.result = Some(result);
             self.finished.store(true, Ordering::Release);
-            slot.waiter.take()
+            if slot.detached {
+                (None, Some(result))
+            } else {
+                slot.result = Some(result);
+                (slot.waiter.take(), None)
+            }
         };
+        // A detached G's result is dropped here, on its own stack, so its destructor
+        // runs as goroutine code (it may block), never on the scheduler's stack.
+        drop(unread);
         if let Some(w) = waiter {
             w.wake();
         }
@@ -238,13 +300,24 @@ impl<T> JoinState<T> {
 
 /// An owned permission to join a goroutine. Dropping it detaches the goroutine.
 pub struct JoinHandle<T> {
+    g: GRef,
     id: GoId,
-    join: Arc<JoinState<T>>,
-    /// `JoinHandle` is `Send + Sync` like std's; the marker keeps auto traits honest.
-    _not_sync_result: PhantomData<fn() -> T>,
+    _result: PhantomData<T>,
 }
 
+// SAFETY: the handle only reaches the join slot, which is locked; `T` crosses
+// threads with the result, hence `T: Send`. Same bounds as std's JoinHandle.
+unsafe impl<T: Send> Send for JoinHandle<T> {}
+// SAFETY: `&JoinHandle` only reads `finished` and the id.
+unsafe impl<T: Send> Sync for JoinHandle<T> {}
+
 impl<T> JoinHandle<T> {
+    fn slot(&self) -> &JoinSlot<T> {
+        // SAFETY: `g` heads a Task<F, T> for some F, which starts with a TaskHead<T>
+        // (both #[repr(C)]); our reference keeps the block alive.
+        unsafe { &self.g.as_ptr().cast::<TaskHead<T>>().as_ref().slot }
+    }
+
     /// Waits for the goroutine to finish and returns its result, or the panic
     /// payload if it panicked. From a G this parks the G; from a plain thread it
     /// blocks the thread.
@@ -258,7 +331,8 @@ impl<T> JoinHandle<T> {
     /// # Errors
     /// The panic payload, if the goroutine panicked.
     pub fn join(self) -> Result<T, Box<dyn Any + Send + 'static>> {
-        let mut slot = self.join.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let join = self.slot();
+        let mut slot = join.slot.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(result) = slot.result.take() {
                 return result;
@@ -266,18 +340,29 @@ impl<T> JoinHandle<T> {
             let parker = Parker::new();
             slot.waiter = Some(parker.waiter());
             parker.park(WaitReason::Join, slot);
-            slot = self.join.slot.lock().unwrap_or_else(|e| e.into_inner());
+            slot = join.slot.lock().unwrap_or_else(|e| e.into_inner());
         }
     }
 
     /// True once the goroutine has finished (its result is ready for `join`).
     pub fn is_finished(&self) -> bool {
-        self.join.finished.load(Ordering::Acquire)
+        self.slot().finished.load(Ordering::Acquire)
     }
 
     /// The goroutine's id.
     pub fn id(&self) -> GoId {
         self.id
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        {
+            let mut slot = self.slot().slot.lock().unwrap_or_else(|e| e.into_inner());
+            slot.detached = true;
+        }
+        // SAFETY: the handle's reference, dropped exactly once, here.
+        unsafe { self.g.release() };
     }
 }
 
@@ -314,4 +399,11 @@ pub fn yield_now() {
 /// ```
 pub fn current() -> Option<GoId> {
     current_g().map(|g| GoId(g.id))
+}
+#[cfg(test)]
+mod size_probe {
+    #[test]
+    fn sizes() {
+        eprintln!("G={} TaskHead<()>={} Slot={} Waiter={}", std::mem::size_of::<crate::runtime::g::G>(), std::mem::size_of::<super::TaskHead<()>>(), std::mem::size_of::<super::JoinSlot<()>>(), std::mem::size_of::<crate::runtime::park::Waiter>());
+    }
 }

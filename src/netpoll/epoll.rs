@@ -47,15 +47,7 @@ impl Poller {
             u64: WAKE_TOKEN,
         };
         // SAFETY: both fds are open; ev is a valid epoll_event.
-        if unsafe {
-            libc::epoll_ctl(
-                epfd.as_raw_fd(),
-                libc::EPOLL_CTL_ADD,
-                eventfd.as_raw_fd(),
-                &mut ev,
-            )
-        } < 0
-        {
+        if unsafe { libc::epoll_ctl(epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, eventfd.as_raw_fd(), &mut ev) } < 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(Poller {
@@ -86,9 +78,7 @@ impl Poller {
                 tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
                 tv_nsec: d.subsec_nanos() as libc::c_long,
             });
-            let ts_ptr = ts
-                .as_ref()
-                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+            let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
             // SAFETY: events is a valid buffer of `max` entries; ts_ptr is null or
             // points to a live timespec; null sigmask means "don't change it".
             let r = unsafe {

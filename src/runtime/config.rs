@@ -28,9 +28,7 @@ pub struct AlreadyStarted;
 
 impl fmt::Display for AlreadyStarted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(
-            "the goro runtime is already running; Config::init must come before its first use",
-        )
+        f.write_str("the goro runtime is already running; Config::init must come before its first use")
     }
 }
 

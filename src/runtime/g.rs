@@ -1,7 +1,14 @@
 //! The G: a goroutine. Its identity, its status, and the coroutine it runs on.
 //!
+//! # Memory
+//! A G is the first field of a `#[repr(C)]` task allocation made by `spawn` (the G
+//! header, the join slot and the closure in one block: one `malloc` per spawn). The
+//! header's `vtable` runs the body and frees the block. Two references keep it
+//! alive: the scheduler's (dropped when the G exits) and the `JoinHandle`'s (dropped
+//! on join or detach); the last one frees it ([`GRef::release`]).
+//!
 //! # Ownership
-//! A G is a heap object reached through [`GRef`] (a raw pointer). At any moment
+//! The scheduler reaches a G through [`GRef`] (a raw pointer). At any moment
 //! exactly one party owns it:
 //! - the spawner, until it pushes the G into a run queue;
 //! - a run queue (local ring, `runnext` or the global queue), until an M pops it;
@@ -22,7 +29,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, UnsafeCell};
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 /// A G's status, numbered as Go's `_Grunnable`... so `scheddetail` prints the same
 /// `status=N`.
@@ -103,18 +110,22 @@ pub(crate) enum Switch {
     Park(*mut (dyn FnMut() + 'static)),
 }
 
-/// A G's body. Called with `None` on the G's own stack to run it, or with the
-/// error on the M's stack if no stack could be had (it then only reports the error
-/// to whoever joins).
-pub(crate) type Entry = Box<dyn FnOnce(Option<std::io::Error>) + Send + 'static>;
+/// The type-erased operations on the task block a G heads.
+pub(crate) struct GVtable {
+    /// Runs the body: called with `None` on the G's own stack, or with the error on
+    /// the M's stack if no stack could be had (it then only reports the error to
+    /// whoever joins). Called at most once.
+    pub(crate) run: unsafe fn(NonNull<G>, Option<std::io::Error>),
+    /// Drops and frees the whole block. Called once, when the last reference goes.
+    pub(crate) dealloc: unsafe fn(NonNull<G>),
+}
 
 /// The coroutine type every G runs on.
 type GCoroutine = Coroutine<(), (), (), GStack>;
 
 /// The parts of a G only the thread that owns it (see module docs) may touch.
 pub(crate) struct Context {
-    /// The body, until the first run turns it into a coroutine.
-    entry: Option<Entry>,
+    /// Created on the first run.
     coroutine: Option<GCoroutine>,
     /// Set by the coroutine on its first run; valid while the coroutine lives.
     yielder: *const Yielder<(), ()>,
@@ -123,7 +134,11 @@ pub(crate) struct Context {
 }
 
 /// A goroutine. See the module docs for who may touch what.
+#[repr(C)]
 pub(crate) struct G {
+    vtable: &'static GVtable,
+    /// References to the task block: the scheduler's and the JoinHandle's.
+    refs: AtomicUsize,
     pub(crate) id: u64,
     pub(crate) name: Option<Box<str>>,
     /// Stack size to allocate on first run.
@@ -135,6 +150,8 @@ pub(crate) struct G {
     /// `[lo, hi)` of the attached stack's guard page; read by the SIGSEGV handler on
     /// the thread running this G. Written only by that thread.
     pub(crate) guard: Cell<(usize, usize)>,
+    /// Next G in the global run queue; only touched under that queue's lock.
+    schedlink: AtomicPtr<G>,
     ctx: UnsafeCell<Context>,
 }
 
@@ -149,8 +166,12 @@ pub(crate) enum Outcome {
 }
 
 impl G {
-    pub(crate) fn new(id: u64, name: Option<Box<str>>, stack_size: usize, entry: Entry) -> Box<G> {
-        Box::new(G {
+    /// A header for a task block; `vtable` knows the block's real type. Starts with
+    /// two references (scheduler and JoinHandle).
+    pub(crate) fn new(vtable: &'static GVtable, id: u64, name: Option<Box<str>>, stack_size: usize) -> G {
+        G {
+            vtable,
+            refs: AtomicUsize::new(2),
             id,
             name,
             stack_size,
@@ -158,13 +179,13 @@ impl G {
             wait_reason: AtomicU8::new(WaitReason::None as u8),
             m: AtomicI64::new(-1),
             guard: Cell::new((0, 0)),
+            schedlink: AtomicPtr::new(std::ptr::null_mut()),
             ctx: UnsafeCell::new(Context {
-                entry: Some(entry),
                 coroutine: None,
                 yielder: std::ptr::null(),
                 switch: Switch::None,
             }),
-        })
+        }
     }
 
     pub(crate) fn status(&self) -> Status {
@@ -178,9 +199,9 @@ impl G {
     /// Moves the G from `from` to `to`; panics if it was in another state. This is
     /// the tripwire for a double `ready` or a `ready` of a running G.
     pub(crate) fn cas_status(&self, from: Status, to: Status) {
-        if let Err(actual) =
-            self.status
-                .compare_exchange(from as u8, to as u8, Ordering::Relaxed, Ordering::Relaxed)
+        if let Err(actual) = self
+            .status
+            .compare_exchange(from as u8, to as u8, Ordering::Relaxed, Ordering::Relaxed)
         {
             panic!(
                 "goro: goroutine {} in status {:?}, expected {:?} (to move to {:?})",
@@ -198,6 +219,14 @@ impl G {
 
     pub(crate) fn set_wait_reason(&self, r: WaitReason) {
         self.wait_reason.store(r as u8, Ordering::Relaxed);
+    }
+
+    pub(crate) fn schedlink(&self) -> *const G {
+        self.schedlink.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_schedlink(&self, next: *const G) {
+        self.schedlink.store(next as *mut G, Ordering::Relaxed);
     }
 
     pub(crate) fn m_id(&self) -> i64 {
@@ -224,35 +253,27 @@ impl G {
     ///
     /// # Safety
     /// The caller is the M that popped this G from a run queue and owns it.
-    pub(crate) unsafe fn resume(
-        &self,
-        new_stack: impl FnOnce(usize) -> std::io::Result<GStack>,
-    ) -> Outcome {
+    pub(crate) unsafe fn resume(&self, new_stack: impl FnOnce(usize) -> std::io::Result<GStack>) -> Outcome {
         // SAFETY: we own the G (caller's contract).
         let ctx = unsafe { self.ctx() };
         ctx.switch = Switch::None;
         if ctx.coroutine.is_none() {
-            let entry = ctx
-                .entry
-                .take()
-                .expect("goro: G has neither body nor coroutine");
+            let me = GRef::from(self);
             let stack = match new_stack(self.stack_size) {
                 Ok(stack) => stack,
                 Err(e) => {
-                    entry(Some(e));
+                    // SAFETY: first and only call of `run` for this G.
+                    unsafe { (self.vtable.run)(me.0, Some(e)) };
                     return Outcome::NoStack;
                 }
             };
             self.guard.set(stack.guard());
-            let me = GRef::from(self);
-            ctx.coroutine = Some(Coroutine::with_stack(
-                stack,
-                move |yielder: &Yielder<(), ()>, ()| {
-                    // SAFETY: this runs on the G's own coroutine, so the G owns itself.
-                    unsafe { me.ctx() }.yielder = yielder;
-                    entry(None);
-                },
-            ));
+            ctx.coroutine = Some(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
+                // SAFETY: this runs on the G's own coroutine, so the G owns itself.
+                unsafe { me.ctx() }.yielder = yielder;
+                // SAFETY: first and only call of `run` for this G, on its own stack.
+                unsafe { (me.vtable.run)(me.0, None) };
+            }));
         }
         let co = ctx.coroutine.as_mut().expect("coroutine just created");
         match co.resume(()) {
@@ -285,6 +306,7 @@ impl G {
 /// A pointer to a G that can cross threads; see the module docs for the handover
 /// discipline that makes that sound.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
 pub(crate) struct GRef(NonNull<G>);
 
 // SAFETY: a GRef is handed between threads only through the run queues and waiter
@@ -296,10 +318,6 @@ unsafe impl Send for GRef {}
 unsafe impl Sync for GRef {}
 
 impl GRef {
-    pub(crate) fn new(g: Box<G>) -> GRef {
-        GRef(NonNull::from(Box::leak(g)))
-    }
-
     pub(crate) fn as_ptr(self) -> NonNull<G> {
         self.0
     }
@@ -308,14 +326,27 @@ impl GRef {
         GRef(p)
     }
 
-    /// Frees the G.
+    /// Views run-queue slots as GRefs.
+    pub(crate) fn slice_from_ptrs(s: &[NonNull<G>]) -> &[GRef] {
+        // SAFETY: GRef is #[repr(transparent)] over NonNull<G>.
+        unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<GRef>(), s.len()) }
+    }
+
+    pub(crate) fn from_raw(p: *const G) -> Option<GRef> {
+        NonNull::new(p as *mut G).map(GRef)
+    }
+
+    /// Drops one reference to the task block; the last one frees it.
     ///
     /// # Safety
-    /// The G is dead, owned by the caller, and no other GRef to it is used again.
-    pub(crate) unsafe fn free(self) {
-        // SAFETY: allocated by GRef::new from a Box; the caller's contract makes this
-        // the last use.
-        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    /// The caller holds one of the block's references (module docs) and does not
+    /// use this GRef afterwards.
+    pub(crate) unsafe fn release(self) {
+        // AcqRel: every use of the block by the other holder happens-before the free.
+        if self.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // SAFETY: that was the last reference.
+            unsafe { (self.vtable.dealloc)(self.0) };
+        }
     }
 }
 

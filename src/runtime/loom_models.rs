@@ -89,11 +89,7 @@ fn loom_runnext_taken_once() {
             })
             .collect();
         let owner = usize::from(q.pop().is_some());
-        let total: usize = owner
-            + thieves
-                .into_iter()
-                .map(|t| t.join().unwrap())
-                .sum::<usize>();
+        let total: usize = owner + thieves.into_iter().map(|t| t.join().unwrap()).sum::<usize>();
         assert_eq!(total, 1);
     });
 }
@@ -145,10 +141,7 @@ fn model_idle_m(
     if !global.lock().unwrap().is_empty() && idle.lock().pidle_get_spinning().is_some() {
         return true;
     }
-    if spinning
-        && others.iter().any(|q| !q.is_empty())
-        && idle.lock().pidle_get_spinning().is_some()
-    {
+    if spinning && others.iter().any(|q| !q.is_empty()) && idle.lock().pidle_get_spinning().is_some() {
         return true;
     }
     idle.lock().mput(me.clone());
@@ -174,18 +167,14 @@ fn loom_global_submit_vs_idling_m_no_lost_wakeup() {
                 nextp: Mutex::new(None),
             });
             let m = {
-                let (idle, global, me, stop) =
-                    (idle.clone(), global.clone(), me.clone(), stop.clone());
+                let (idle, global, me, stop) = (idle.clone(), global.clone(), me.clone(), stop.clone());
                 thread::spawn(move || model_idle_m(&idle, &me, 0, spinning, &global, &[], &stop))
             };
             global.lock().unwrap().push(1);
             let handed = model_wakep(&idle);
             if !handed {
                 // Nobody was woken by the submitter: the M must have seen the work.
-                assert!(
-                    m.join().unwrap(),
-                    "lost wake-up: work queued, P idle, M asleep"
-                );
+                assert!(m.join().unwrap(), "lost wake-up: work queued, P idle, M asleep");
                 return;
             }
             // A P was handed out. If the M is parked, let it finish.
@@ -214,13 +203,8 @@ fn loom_local_submit_vs_spinner_giving_up() {
             nextp: Mutex::new(None),
         });
         let spinner = {
-            let (idle, ring1, global, me, stop) = (
-                idle.clone(),
-                ring1.clone(),
-                global.clone(),
-                me.clone(),
-                stop.clone(),
-            );
+            let (idle, ring1, global, me, stop) =
+                (idle.clone(), ring1.clone(), global.clone(), me.clone(), stop.clone());
             thread::spawn(move || model_idle_m(&idle, &me, 0, true, &global, &[&ring1], &stop))
         };
         let it = items(2);

@@ -120,11 +120,7 @@ impl M {
 
     /// Takes P `p` (Go's `acquirep`). The P must be idle and off the idle list.
     pub(crate) fn acquire_p(&self, p: usize) {
-        debug_assert!(
-            self.p_id().is_none(),
-            "M{} acquiring P{p} while holding one",
-            self.id
-        );
+        debug_assert!(self.p_id().is_none(), "M{} acquiring P{p} while holding one", self.id);
         let s = sched();
         s.allp[p].set_running(self.id);
         self.p.store(p + 1, Ordering::Relaxed);

@@ -12,6 +12,7 @@
 
 mod config;
 pub(crate) mod g;
+mod globrunq;
 pub(crate) mod idle;
 #[cfg(all(test, loom))]
 mod loom_models;

@@ -58,9 +58,7 @@ mod futex_note {
             tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
             tv_nsec: d.subsec_nanos() as libc::c_long,
         });
-        let ts_ptr = ts
-            .as_ref()
-            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
         // SAFETY: `word` is a live, aligned u32 for the duration of the call; the
         // timespec (if any) lives on this stack frame. FUTEX_WAIT only reads them.
         unsafe {

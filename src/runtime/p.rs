@@ -147,10 +147,8 @@ impl P {
     /// the global queue.
     pub(crate) fn runq_put(&self, g: GRef, next: bool) {
         self.runq.push(g.as_ptr(), next, |batch| {
-            let global = &super::sched::sched().global;
-            for g in batch {
-                global.push(GRef::from_ptr(*g));
-            }
+            let batch: &[GRef] = GRef::slice_from_ptrs(batch);
+            super::sched::sched().global.push_batch(batch);
         });
     }
 }

@@ -74,9 +74,7 @@ impl<T> RunQueue<T> {
         RunQueue {
             head: AtomicU32::new(0),
             tail: AtomicU32::new(0),
-            slots: (0..RING_CAP)
-                .map(|_| AtomicPtr::new(ptr::null_mut()))
-                .collect(),
+            slots: (0..RING_CAP).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
             runnext: AtomicPtr::new(ptr::null_mut()),
         }
     }
@@ -144,33 +142,23 @@ impl<T> RunQueue<T> {
 
     /// Moves the oldest half of a full ring plus `item` to `spill`. Returns false if
     /// a thief raced us for `head` (then nothing moved and `spill` was not called).
-    fn spill_half(
-        &self,
-        h: u32,
-        t: u32,
-        item: NonNull<T>,
-        spill: &mut impl FnMut(&[NonNull<T>]),
-    ) -> bool {
-        let n = t.wrapping_sub(h) / 2;
-        let mut batch = Vec::with_capacity(n as usize + 1);
-        for i in 0..n {
-            let g = self.slot(h.wrapping_add(i)).load(Ordering::Relaxed);
-            batch.push(g);
+    fn spill_half(&self, h: u32, t: u32, item: NonNull<T>, spill: &mut impl FnMut(&[NonNull<T>])) -> bool {
+        let n = (t.wrapping_sub(h) / 2) as usize;
+        let mut batch = [NonNull::dangling(); RING_CAP as usize / 2 + 1];
+        for (i, b) in batch.iter_mut().take(n).enumerate() {
+            let g = self.slot(h.wrapping_add(i as u32)).load(Ordering::Relaxed);
+            // Null only if the snapshot is stale, and then the CAS below fails.
+            *b = NonNull::new(g).unwrap_or(NonNull::dangling());
         }
         if self
             .head
-            .compare_exchange(h, h.wrapping_add(n), Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(h, h.wrapping_add(n as u32), Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
             return false;
         }
-        // The CAS succeeded, so the snapshot was consistent: every slot was live.
-        let mut batch: Vec<NonNull<T>> = batch
-            .into_iter()
-            .map(|g| NonNull::new(g).expect("runq: null slot inside the live range"))
-            .collect();
-        batch.push(item);
-        spill(&batch);
+        batch[n] = item;
+        spill(&batch[..=n]);
         true
     }
 
@@ -227,8 +215,8 @@ impl<T> RunQueue<T> {
             return None;
         }
         let last = n - 1;
-        let item = NonNull::new(self.slot(t.wrapping_add(last)).load(Ordering::Relaxed))
-            .expect("runq: stolen slot is null");
+        let item =
+            NonNull::new(self.slot(t.wrapping_add(last)).load(Ordering::Relaxed)).expect("runq: stolen slot is null");
         if last > 0 {
             let h = self.head.load(Ordering::Acquire);
             assert!(
@@ -242,13 +230,7 @@ impl<T> RunQueue<T> {
 
     /// Go's `runqgrab`: copies half of `victim`'s ring into `self`'s slots starting
     /// at `into` (not yet published) and returns how many.
-    fn grab(
-        &self,
-        victim: &RunQueue<T>,
-        into: u32,
-        steal_runnext: bool,
-        before_runnext: impl FnOnce(),
-    ) -> u32 {
+    fn grab(&self, victim: &RunQueue<T>, into: u32, steal_runnext: bool, before_runnext: impl FnOnce()) -> u32 {
         let mut before_runnext = Some(before_runnext);
         loop {
             let h = victim.head.load(Ordering::Acquire);
@@ -282,8 +264,7 @@ impl<T> RunQueue<T> {
             }
             for i in 0..n {
                 let item = victim.slot(h.wrapping_add(i)).load(Ordering::Relaxed);
-                self.slot(into.wrapping_add(i))
-                    .store(item, Ordering::Relaxed);
+                self.slot(into.wrapping_add(i)).store(item, Ordering::Relaxed);
             }
             if victim
                 .head
@@ -392,9 +373,7 @@ mod tests {
         let thief = RunQueue::new();
         let it = items(1);
         victim.push(it[0], true, no_spill);
-        assert!(thief
-            .steal_into(&victim, false, || panic!("no pause"))
-            .is_none());
+        assert!(thief.steal_into(&victim, false, || panic!("no pause")).is_none());
         let mut paused = false;
         let (g, n) = thief.steal_into(&victim, true, || paused = true).unwrap();
         assert!(paused, "pause before taking runnext");
@@ -433,9 +412,7 @@ mod tests {
             .collect();
         let mut got = Vec::new();
         for (k, &i) in it.iter().enumerate() {
-            q.push(i, k % 3 == 0, |batch| {
-                got.extend(batch.iter().map(|&g| val(g)))
-            });
+            q.push(i, k % 3 == 0, |batch| got.extend(batch.iter().map(|&g| val(g))));
             if k % 2 == 0 {
                 if let Some((g, _)) = q.pop() {
                     got.push(val(g));

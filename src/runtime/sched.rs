@@ -10,13 +10,13 @@
 
 use super::config::{Config, Resolved};
 use super::g::GRef;
+use super::globrunq::GlobalRunq;
 use super::idle::Idle;
 use super::m::M;
 use super::p::P;
 use super::stack::StackPool;
 use super::trace::Godebug;
 use crate::netpoll::Poller;
-use crossbeam_deque::{Injector, Steal};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -37,7 +37,7 @@ pub(crate) struct Counters {
 pub(crate) struct Sched {
     pub(crate) config: Resolved,
     pub(crate) allp: Box<[P]>,
-    pub(crate) global: Injector<GRef>,
+    pub(crate) global: GlobalRunq,
     pub(crate) idle: Idle<&'static M>,
     /// Runtime clock (ns) when the poller last returned; 0 while an M is blocked in it.
     pub(crate) lastpoll: AtomicU64,
@@ -95,7 +95,7 @@ impl Sched {
         });
         Sched {
             allp: (0..config.procs).map(P::new).collect(),
-            global: Injector::new(),
+            global: GlobalRunq::new(),
             idle: Idle::new(config.procs),
             lastpoll: AtomicU64::new(1),
             poll_until: AtomicU64::new(0),
@@ -129,17 +129,6 @@ impl Sched {
         )));
         self.allm.lock().unwrap_or_else(|e| e.into_inner()).push(m);
         m
-    }
-
-    /// Pops one G from the global queue.
-    pub(crate) fn global_pop(&self) -> Option<GRef> {
-        loop {
-            match self.global.steal() {
-                Steal::Success(g) => return Some(g),
-                Steal::Empty => return None,
-                Steal::Retry => continue,
-            }
-        }
     }
 
     /// Runtime clock: nanoseconds since the runtime started.

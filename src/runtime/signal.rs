@@ -153,8 +153,7 @@ fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
                 f(sig, info, ctx);
             } else {
                 // SAFETY: the previous handler was installed as a 1-argument handler.
-                let f: extern "C" fn(libc::c_int) =
-                    unsafe { std::mem::transmute(prev.sa_sigaction) };
+                let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(prev.sa_sigaction) };
                 f(sig);
             }
         }

@@ -96,11 +96,7 @@ impl GStack {
         // SAFETY: [bottom, top) is a mapping we own and nothing runs on this stack
         // (it is in the free pool). MADV_DONTNEED keeps the guard marker.
         unsafe {
-            libc::madvise(
-                self.bottom as *mut libc::c_void,
-                self.size(),
-                libc::MADV_DONTNEED,
-            );
+            libc::madvise(self.bottom as *mut libc::c_void, self.size(), libc::MADV_DONTNEED);
         }
     }
 }
@@ -225,12 +221,7 @@ impl StackCache {
 
     /// A stack of `size` (already rounded): from this cache if it is the default
     /// size, else from the pool.
-    pub(crate) fn get(
-        &mut self,
-        pool: &StackPool,
-        size: usize,
-        default_size: usize,
-    ) -> io::Result<GStack> {
+    pub(crate) fn get(&mut self, pool: &StackPool, size: usize, default_size: usize) -> io::Result<GStack> {
         if size != default_size {
             let mut one = Vec::with_capacity(1);
             pool.take(size, 1, &mut one)?;

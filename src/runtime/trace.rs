@@ -141,11 +141,7 @@ pub(crate) fn render(s: &Sched) -> String {
             } else {
                 ""
             };
-            let m = if status == Status::Running {
-                g.m_id()
-            } else {
-                -1
-            };
+            let m = if status == Status::Running { g.m_id() } else { -1 };
             let _ = writeln!(
                 out,
                 "  G{}: status={}({reason}) m={} lockedm=nil",
@@ -173,9 +169,7 @@ mod tests {
     #[test]
     fn godebug_parsing() {
         let mut warnings = Vec::new();
-        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1", |w| {
-            warnings.push(w)
-        });
+        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1", |w| warnings.push(w));
         assert_eq!(
             g,
             Godebug {
