@@ -1,23 +1,25 @@
 //! Spawning and joining goroutines: [`spawn`], [`Builder`], [`JoinHandle`],
 //! [`GoId`], [`yield_now`] and [`current`].
 //!
-//! A spawn makes one heap block, a [`Task`]: the G header, the join slot and the
-//! closure (`#[repr(C)]`, header first, so a pointer to the task is a pointer to its
-//! G). It then puts the G in the current P's `runnext` (Go's `newproc`), or in the
-//! global queue when called from a plain thread. No stack is touched until the G
-//! first runs, so a million queued Gs cost only their blocks.
+//! A spawn makes one heap block, a [`Task`]: the closure and the join slot, behind
+//! a type-erased header (`runtime::task`). It takes a free G header from the pool
+//! (`runtime::gfree`), points it at the task, and puts the G in the current P's
+//! `runnext` (Go's `newproc`), or in the global queue when called from a plain
+//! thread. No stack is touched until the G first runs.
 //!
 //! The block is shared by the scheduler and the [`JoinHandle`]; whichever lets go
-//! last frees it (see `runtime::g`). A `JoinHandle<T>` does not know the closure's
-//! type, only `T`: it reads the slot through [`TaskHead<T>`], a `#[repr(C)]` prefix
-//! of every `Task<F, T>`, which puts the slot at the same offset whatever `F` is.
+//! last frees it. A `JoinHandle<T>` does not know the closure's type, only `T`: it
+//! reads the slot through [`TaskHead<T>`], a `#[repr(C)]` prefix of every
+//! `Task<F, T>`, which puts the slot at the same offset whatever `F` is.
 
-use crate::runtime::g::{GRef, GVtable, Status, Switch, WaitReason, G};
+use crate::runtime::g::{Status, Switch, WaitReason};
+use crate::runtime::gfree::gfget;
 use crate::runtime::m::{current_g, current_p};
 use crate::runtime::p::bump;
 use crate::runtime::park::{Parker, Waiter};
 use crate::runtime::sched::sched;
 use crate::runtime::stack::MAX_STACK_SIZE;
+use crate::runtime::task::{TaskHeader, TaskRef, TaskVtable};
 use crate::runtime::wake::wakep;
 use std::any::Any;
 use std::cell::UnsafeCell;
@@ -131,23 +133,22 @@ impl Builder {
         let id = next_goid();
         let task = Box::new(Task {
             head: TaskHead {
-                g: G::new(
-                    &Task::<F, T>::VTABLE,
-                    id,
-                    self.name.map(String::into_boxed_str),
-                    stack_size,
-                ),
+                header: TaskHeader::new(&Task::<F, T>::VTABLE),
                 slot: JoinSlot::<T>::new(),
             },
             f: UnsafeCell::new(Some(f)),
         });
-        let g = GRef::from_ptr(NonNull::from(Box::leak(task)).cast());
+        // SAFETY: a fresh Task starts with its TaskHeader (#[repr(C)]).
+        let task = unsafe { TaskRef::from_ptr(NonNull::from(Box::leak(task)).cast()) };
+        let g = gfget();
+        // SAFETY: gfget hands us the header exclusively.
+        unsafe { g.init(id, self.name.map(String::into_boxed_str), stack_size, task) };
         if let Some(all) = &s.allgs {
             all.lock().unwrap_or_else(|e| e.into_inner()).insert(id, g);
         }
         newproc(g);
         Ok(JoinHandle {
-            g,
+            task,
             id: GoId(id),
             _result: PhantomData,
         })
@@ -157,11 +158,11 @@ impl Builder {
 /// The part of every task block a `JoinHandle<T>` may see.
 #[repr(C)]
 struct TaskHead<T> {
-    g: G,
+    header: TaskHeader,
     slot: JoinSlot<T>,
 }
 
-/// One spawn's heap block: G header, join slot, closure.
+/// One spawn's heap block: header, join slot, closure.
 #[repr(C)]
 struct Task<F, T> {
     head: TaskHead<T>,
@@ -175,16 +176,16 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    const VTABLE: GVtable = GVtable {
+    const VTABLE: TaskVtable = TaskVtable {
         run: Self::run,
         dealloc: Self::dealloc,
     };
 
     /// # Safety
-    /// `g` heads a `Task<F, T>`; called once (`GVtable::run`).
-    unsafe fn run(g: NonNull<G>, no_stack: Option<io::Error>) {
-        // SAFETY: `g` heads a Task<F, T> (caller's contract); `f` is ours alone.
-        let task = unsafe { g.cast::<Task<F, T>>().as_ref() };
+    /// `t` heads a `Task<F, T>`; called once (`TaskVtable::run`).
+    unsafe fn run(t: NonNull<TaskHeader>, no_stack: Option<io::Error>) {
+        // SAFETY: `t` heads a Task<F, T> (caller's contract); `f` is ours alone.
+        let task = unsafe { t.cast::<Task<F, T>>().as_ref() };
         // SAFETY: as above: only this one call touches `f`.
         let f = unsafe { (*task.f.get()).take() }.expect("goro: goroutine body ran twice");
         let result = match no_stack {
@@ -199,10 +200,10 @@ where
     }
 
     /// # Safety
-    /// `g` heads a `Task<F, T>` allocated by `Builder::spawn`; last reference.
-    unsafe fn dealloc(g: NonNull<G>) {
+    /// `t` heads a `Task<F, T>` allocated by `Builder::spawn`; last reference.
+    unsafe fn dealloc(t: NonNull<TaskHeader>) {
         // SAFETY: allocated as Box<Task<F, T>> in Builder::spawn (caller's contract).
-        drop(unsafe { Box::from_raw(g.cast::<Task<F, T>>().as_ptr()) });
+        drop(unsafe { Box::from_raw(t.cast::<Task<F, T>>().as_ptr()) });
     }
 }
 
@@ -236,7 +237,7 @@ fn next_goid() -> u64 {
 
 /// Queues a new G (Go's `newproc`): to the current P's `runnext`, or the global
 /// queue from a plain thread; then maybe wakes an M.
-fn newproc(g: GRef) {
+fn newproc(g: crate::runtime::g::GRef) {
     g.set_status(Status::Runnable);
     match current_p() {
         Some(p) => {
@@ -300,7 +301,7 @@ impl<T> JoinSlot<T> {
 
 /// An owned permission to join a goroutine. Dropping it detaches the goroutine.
 pub struct JoinHandle<T> {
-    g: GRef,
+    task: TaskRef,
     id: GoId,
     _result: PhantomData<T>,
 }
@@ -313,9 +314,9 @@ unsafe impl<T: Send> Sync for JoinHandle<T> {}
 
 impl<T> JoinHandle<T> {
     fn slot(&self) -> &JoinSlot<T> {
-        // SAFETY: `g` heads a Task<F, T> for some F, which starts with a TaskHead<T>
-        // (both #[repr(C)]); our reference keeps the block alive.
-        unsafe { &self.g.as_ptr().cast::<TaskHead<T>>().as_ref().slot }
+        // SAFETY: the block is a Task<F, T> for some F, which starts with a
+        // TaskHead<T> (both #[repr(C)]); our reference keeps the block alive.
+        unsafe { &self.task.as_ptr().cast::<TaskHead<T>>().as_ref().slot }
     }
 
     /// Waits for the goroutine to finish and returns its result, or the panic
@@ -362,7 +363,7 @@ impl<T> Drop for JoinHandle<T> {
             slot.detached = true;
         }
         // SAFETY: the handle's reference, dropped exactly once, here.
-        unsafe { self.g.release() };
+        unsafe { self.task.release() };
     }
 }
 
@@ -398,12 +399,5 @@ pub fn yield_now() {
 /// assert_eq!(h.join().unwrap(), Some(id));
 /// ```
 pub fn current() -> Option<GoId> {
-    current_g().map(|g| GoId(g.id))
-}
-#[cfg(test)]
-mod size_probe {
-    #[test]
-    fn sizes() {
-        eprintln!("G={} TaskHead<()>={} Slot={} Waiter={}", std::mem::size_of::<crate::runtime::g::G>(), std::mem::size_of::<super::TaskHead<()>>(), std::mem::size_of::<super::JoinSlot<()>>(), std::mem::size_of::<crate::runtime::park::Waiter>());
-    }
+    current_g().map(|g| GoId(g.id()))
 }

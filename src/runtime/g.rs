@@ -1,11 +1,10 @@
 //! The G: a goroutine. Its identity, its status, and the coroutine it runs on.
 //!
 //! # Memory
-//! A G is the first field of a `#[repr(C)]` task allocation made by `spawn` (the G
-//! header, the join slot and the closure in one block: one `malloc` per spawn). The
-//! header's `vtable` runs the body and frees the block. Two references keep it
-//! alive: the scheduler's (dropped when the G exits) and the `JoinHandle`'s (dropped
-//! on join or detach); the last one frees it ([`GRef::release`]).
+//! A G is a header, pooled and reused (`gfree.rs`, Go's gFree lists). What a spawn
+//! allocates is the task block it runs (`task.rs`): the closure and the join slot.
+//! Between spawn and exit the header points at its task; at exit it drops the
+//! scheduler's reference to the task ([`G::finish`]) and goes back to a free list.
 //!
 //! # Ownership
 //! The scheduler reaches a G through [`GRef`] (a raw pointer). At any moment
@@ -20,16 +19,17 @@
 //! time even though the G migrates between Ms. That is what makes the
 //! `unsafe impl Send` below sound although corosensei's `Coroutine` is `!Send`.
 //!
-//! `status`, `wait_reason` and `m` are atomics only so that `GODEBUG` traces can read
-//! them from another thread; the scheduler is the only writer, and every transition
-//! goes through [`G::set_status`] / [`G::cas_status`].
+//! `id`, `status`, `wait_reason` and `m` are atomics only so that `GODEBUG` traces
+//! can read them from another thread; the scheduler is the only writer, and every
+//! status transition goes through [`G::set_status`] / [`G::cas_status`].
 
 use super::stack::GStack;
+use super::task::TaskRef;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, UnsafeCell};
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// A G's status, numbered as Go's `_Grunnable`... so `scheddetail` prints the same
 /// `status=N`.
@@ -110,16 +110,6 @@ pub(crate) enum Switch {
     Park(*mut (dyn FnMut() + 'static)),
 }
 
-/// The type-erased operations on the task block a G heads.
-pub(crate) struct GVtable {
-    /// Runs the body: called with `None` on the G's own stack, or with the error on
-    /// the M's stack if no stack could be had (it then only reports the error to
-    /// whoever joins). Called at most once.
-    pub(crate) run: unsafe fn(NonNull<G>, Option<std::io::Error>),
-    /// Drops and frees the whole block. Called once, when the last reference goes.
-    pub(crate) dealloc: unsafe fn(NonNull<G>),
-}
-
 /// The coroutine type every G runs on.
 type GCoroutine = Coroutine<(), (), (), GStack>;
 
@@ -131,18 +121,16 @@ pub(crate) struct Context {
     yielder: *const Yielder<(), ()>,
     /// What the G asked for at its last switch-out.
     pub(crate) switch: Switch,
+    /// The task this G runs, from spawn to exit.
+    task: Option<TaskRef>,
+    pub(crate) name: Option<Box<str>>,
 }
 
-/// A goroutine. See the module docs for who may touch what.
-#[repr(C)]
+/// A goroutine header. See the module docs for who may touch what.
 pub(crate) struct G {
-    vtable: &'static GVtable,
-    /// References to the task block: the scheduler's and the JoinHandle's.
-    refs: AtomicUsize,
-    pub(crate) id: u64,
-    pub(crate) name: Option<Box<str>>,
-    /// Stack size to allocate on first run.
-    pub(crate) stack_size: usize,
+    id: AtomicU64,
+    /// Stack size to allocate on first run (read by the SIGSEGV handler).
+    stack_size: AtomicUsize,
     status: AtomicU8,
     wait_reason: AtomicU8,
     /// Id of the M running it (or that last ran it), -1 before the first run.
@@ -166,16 +154,12 @@ pub(crate) enum Outcome {
 }
 
 impl G {
-    /// A header for a task block; `vtable` knows the block's real type. Starts with
-    /// two references (scheduler and JoinHandle).
-    pub(crate) fn new(vtable: &'static GVtable, id: u64, name: Option<Box<str>>, stack_size: usize) -> G {
-        G {
-            vtable,
-            refs: AtomicUsize::new(2),
-            id,
-            name,
-            stack_size,
-            status: AtomicU8::new(Status::Idle as u8),
+    /// A new, free header (`Dead`), for the pool to hand out. Never freed.
+    pub(crate) fn alloc() -> GRef {
+        let g = Box::new(G {
+            id: AtomicU64::new(0),
+            stack_size: AtomicUsize::new(0),
+            status: AtomicU8::new(Status::Dead as u8),
             wait_reason: AtomicU8::new(WaitReason::None as u8),
             m: AtomicI64::new(-1),
             guard: Cell::new((0, 0)),
@@ -184,8 +168,62 @@ impl G {
                 coroutine: None,
                 yielder: std::ptr::null(),
                 switch: Switch::None,
+                task: None,
+                name: None,
             }),
+        });
+        GRef(NonNull::from(Box::leak(g)))
+    }
+
+    /// Readies a free header to run `task` as goroutine `id` (status `Idle`).
+    ///
+    /// # Safety
+    /// The caller owns this free header exclusively (it came from `gfget`).
+    pub(crate) unsafe fn init(&self, id: u64, name: Option<Box<str>>, stack_size: usize, task: TaskRef) {
+        debug_assert_eq!(self.status(), Status::Dead);
+        self.id.store(id, Ordering::Relaxed);
+        self.stack_size.store(stack_size, Ordering::Relaxed);
+        self.m.store(-1, Ordering::Relaxed);
+        self.set_status(Status::Idle);
+        // SAFETY: exclusive by the caller's contract.
+        let ctx = unsafe { self.ctx() };
+        debug_assert!(ctx.coroutine.is_none() && ctx.task.is_none());
+        ctx.task = Some(task);
+        ctx.name = name;
+    }
+
+    /// After exit: marks the header `Dead`, drops the scheduler's reference to the
+    /// task and clears what the next user must not see. The caller then frees it.
+    ///
+    /// # Safety
+    /// The caller is the M that saw this G exit and owns it.
+    pub(crate) unsafe fn finish(&self) {
+        self.set_status(Status::Dead);
+        // SAFETY: exclusive by the caller's contract.
+        let ctx = unsafe { self.ctx() };
+        ctx.name = None;
+        if let Some(task) = ctx.task.take() {
+            // SAFETY: the scheduler's reference, dropped once, at exit.
+            unsafe { task.release() };
         }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn stack_size(&self) -> usize {
+        self.stack_size.load(Ordering::Relaxed)
+    }
+
+    /// The G's name.
+    ///
+    /// # Safety
+    /// Called by the running G itself (its name is stable while it runs).
+    pub(crate) unsafe fn name(&self) -> Option<&str> {
+        // SAFETY: a shared read of a field only `init`/`finish` write, and neither
+        // runs while the G does.
+        unsafe { (*self.ctx.get()).name.as_deref() }
     }
 
     pub(crate) fn status(&self) -> Status {
@@ -205,7 +243,7 @@ impl G {
         {
             panic!(
                 "goro: goroutine {} in status {:?}, expected {:?} (to move to {:?})",
-                self.id,
+                self.id(),
                 Status::from_u8(actual),
                 from,
                 to
@@ -258,21 +296,22 @@ impl G {
         let ctx = unsafe { self.ctx() };
         ctx.switch = Switch::None;
         if ctx.coroutine.is_none() {
-            let me = GRef::from(self);
-            let stack = match new_stack(self.stack_size) {
+            let task = ctx.task.expect("goro: G resumed without a task");
+            let stack = match new_stack(self.stack_size()) {
                 Ok(stack) => stack,
                 Err(e) => {
-                    // SAFETY: first and only call of `run` for this G.
-                    unsafe { (self.vtable.run)(me.0, Some(e)) };
+                    // SAFETY: the task's one run, by its M, without a stack.
+                    unsafe { task.run(Some(e)) };
                     return Outcome::NoStack;
                 }
             };
             self.guard.set(stack.guard());
+            let me = GRef::from(self);
             ctx.coroutine = Some(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
                 // SAFETY: this runs on the G's own coroutine, so the G owns itself.
                 unsafe { me.ctx() }.yielder = yielder;
-                // SAFETY: first and only call of `run` for this G, on its own stack.
-                unsafe { (me.vtable.run)(me.0, None) };
+                // SAFETY: the task's one run, on its G's own stack.
+                unsafe { task.run(None) };
             }));
         }
         let co = ctx.coroutine.as_mut().expect("coroutine just created");
@@ -335,19 +374,6 @@ impl GRef {
     pub(crate) fn from_raw(p: *const G) -> Option<GRef> {
         NonNull::new(p as *mut G).map(GRef)
     }
-
-    /// Drops one reference to the task block; the last one frees it.
-    ///
-    /// # Safety
-    /// The caller holds one of the block's references (module docs) and does not
-    /// use this GRef afterwards.
-    pub(crate) unsafe fn release(self) {
-        // AcqRel: every use of the block by the other holder happens-before the free.
-        if self.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // SAFETY: that was the last reference.
-            unsafe { (self.vtable.dealloc)(self.0) };
-        }
-    }
 }
 
 impl From<&G> for GRef {
@@ -367,6 +393,6 @@ impl std::ops::Deref for GRef {
 
 impl fmt::Debug for GRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "G{}", self.id)
+        write!(f, "G{}", self.id())
     }
 }

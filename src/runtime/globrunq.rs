@@ -39,7 +39,13 @@ pub(crate) struct GlobalRunq {
 
 impl GlobalRunq {
     pub(crate) fn new() -> Self {
-        GlobalRunq { list: Mutex::new(List { head: ptr::null(), tail: ptr::null() }), len: AtomicUsize::new(0) }
+        GlobalRunq {
+            list: Mutex::new(List {
+                head: ptr::null(),
+                tail: ptr::null(),
+            }),
+            len: AtomicUsize::new(0),
+        }
     }
 
     /// Gs in the queue (a racy hint, exact under the lock).
@@ -58,7 +64,9 @@ impl GlobalRunq {
 
     /// Appends a batch in order, under one lock.
     pub(crate) fn push_batch(&self, batch: &[GRef]) {
-        let Some((first, rest)) = batch.split_first() else { return };
+        let Some((first, rest)) = batch.split_first() else {
+            return;
+        };
         let mut last = *first;
         for &g in rest {
             last.set_schedlink(g.as_ptr().as_ptr());
@@ -97,10 +105,5 @@ impl GlobalRunq {
         }
         self.len.fetch_sub(taken, Ordering::SeqCst);
         Some(first)
-    }
-
-    /// Pops one G.
-    pub(crate) fn pop(&self) -> Option<GRef> {
-        self.pop_batch(1, |_| unreachable!("batch of one"))
     }
 }

@@ -12,6 +12,7 @@
 
 mod config;
 pub(crate) mod g;
+pub(crate) mod gfree;
 mod globrunq;
 pub(crate) mod idle;
 #[cfg(all(test, loom))]
@@ -28,6 +29,7 @@ mod signal;
 pub(crate) mod stack;
 mod stats;
 pub(crate) mod sync_prims;
+pub(crate) mod task;
 pub(crate) mod timers;
 mod trace;
 pub(crate) mod wake;

@@ -49,6 +49,8 @@ pub(crate) fn bump(c: &AtomicU64, n: u64) {
 /// State only the M holding the P touches.
 pub(crate) struct Local {
     pub(crate) stacks: StackCache,
+    /// Free G headers (`gfree.rs`).
+    pub(crate) gfree: Vec<GRef>,
     /// Next G id to hand out and the end of the reserved batch (Go's goidcache).
     pub(crate) goid_next: u64,
     pub(crate) goid_end: u64,
@@ -66,7 +68,7 @@ pub(crate) struct P {
     pub(crate) runq: RunQueue<super::g::G>,
     pub(crate) timers: Timers,
     pub(crate) counters: Counters,
-    /// Mirror of the stack cache length for traces.
+    /// Mirror of the free G list's length for traces (`gfreecnt`).
     gfreecnt: AtomicUsize,
     local: UnsafeCell<Local>,
 }
@@ -89,6 +91,7 @@ impl P {
             gfreecnt: AtomicUsize::new(0),
             local: UnsafeCell::new(Local {
                 stacks: StackCache::new(),
+                gfree: Vec::new(),
                 goid_next: 0,
                 goid_end: 0,
                 inherited: 0,
@@ -138,7 +141,7 @@ impl P {
         self.gfreecnt.load(Ordering::Relaxed)
     }
 
-    /// Refreshes the trace mirror of the stack cache size. Holder only.
+    /// Refreshes the trace mirror of the free G count. Holder only.
     pub(crate) fn note_gfree(&self, n: usize) {
         self.gfreecnt.store(n, Ordering::Relaxed);
     }

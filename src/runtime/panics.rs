@@ -16,7 +16,8 @@ use std::panic::{self, PanicHookInfo};
 pub(crate) fn install_hook() {
     let previous = panic::take_hook();
     panic::set_hook(Box::new(move |info| match current_g() {
-        Some(g) => report(g.id, g.name.as_deref(), info),
+        // SAFETY: the hook runs on the panicking G itself.
+        Some(g) => report(g.id(), unsafe { g.name() }, info),
         None => previous(info),
     }));
 }

@@ -10,6 +10,7 @@
 
 use super::config::{Config, Resolved};
 use super::g::GRef;
+use super::gfree::GFreePool;
 use super::globrunq::GlobalRunq;
 use super::idle::Idle;
 use super::m::M;
@@ -45,6 +46,7 @@ pub(crate) struct Sched {
     pub(crate) poll_until: AtomicU64,
     pub(crate) poller: Poller,
     pub(crate) stacks: StackPool,
+    pub(crate) gfree: GFreePool,
     pub(crate) allm: Mutex<Vec<&'static M>>,
     next_m_id: AtomicI64,
     pub(crate) next_goid: AtomicU64,
@@ -101,6 +103,7 @@ impl Sched {
             poll_until: AtomicU64::new(0),
             poller,
             stacks: StackPool::new(),
+            gfree: GFreePool::new(),
             allm: Mutex::new(Vec::new()),
             next_m_id: AtomicI64::new(0),
             next_goid: AtomicU64::new(1),
@@ -124,9 +127,7 @@ impl Sched {
 
     /// Registers a new M.
     pub(crate) fn new_m(&self) -> &'static M {
-        let m: &'static M = Box::leak(Box::new(M::new(
-            self.next_m_id.fetch_add(1, Ordering::Relaxed),
-        )));
+        let m: &'static M = Box::leak(Box::new(M::new(self.next_m_id.fetch_add(1, Ordering::Relaxed))));
         self.allm.lock().unwrap_or_else(|e| e.into_inner()).push(m);
         m
     }

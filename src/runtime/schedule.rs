@@ -25,6 +25,7 @@
 //! `runnext` G goes to the global queue instead, as a G preempted by Go's sysmon does.
 
 use super::g::{GRef, Outcome, Status, Switch};
+use super::gfree::gfput;
 use super::m::{set_current_g, M};
 use super::p::{bump, P};
 use super::runq::RING_CAP;
@@ -71,7 +72,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     bump(&p.counters.context_switches, 1);
     g.cas_status(Status::Runnable, Status::Running);
     g.set_m_id(m.id);
-    m.set_curg(g.id);
+    m.set_curg(g.id());
     set_current_g(Some(g));
     let default_size = s.config.stack_size;
     // SAFETY: we popped `g` from a queue, so this M owns it until it switches out.
@@ -81,10 +82,9 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     match outcome {
         Outcome::Exited(stack) => {
             local.stacks.put(&s.stacks, stack, default_size);
-            p.note_gfree(local.stacks.len());
-            exit_g(g);
+            exit_g(p, g);
         }
-        Outcome::NoStack => exit_g(g),
+        Outcome::NoStack => exit_g(p, g),
         // SAFETY: the G has switched out; this M still owns it.
         Outcome::Switched => {
             match std::mem::replace(&mut unsafe { g.ctx() }.switch, Switch::None) {
@@ -107,14 +107,14 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     }
 }
 
-fn exit_g(g: GRef) {
-    g.set_status(Status::Dead);
+/// The G's body returned: unregister it, drop its task and recycle the header.
+fn exit_g(p: &P, g: GRef) {
     if let Some(all) = &sched().allgs {
-        all.lock().unwrap_or_else(|e| e.into_inner()).remove(&g.id);
+        all.lock().unwrap_or_else(|e| e.into_inner()).remove(&g.id());
     }
-    // SAFETY: the scheduler's reference, dropped once, at exit; no queue or waiter
-    // holds the G any more.
-    unsafe { g.release() };
+    // SAFETY: this M saw the G exit and owns it; no queue or waiter holds it.
+    unsafe { g.finish() };
+    gfput(p, g);
 }
 
 /// Finds a G to run, blocking until there is one. Returns with `m` holding a P,

@@ -82,7 +82,7 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     if let Some(g) = unsafe { g.as_ref() } {
         let (lo, hi) = g.guard.get();
         if addr >= lo && addr < hi {
-            report_overflow(g.id, g.stack_size);
+            report_overflow(g.id(), g.stack_size());
         }
     }
     chain(sig, info, ctx);

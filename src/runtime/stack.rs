@@ -245,9 +245,4 @@ impl StackCache {
             pool.give(self.stacks.drain(at..));
         }
     }
-
-    /// Free stacks held (for `gfreecnt` in scheddetail).
-    pub(crate) fn len(&self) -> usize {
-        self.stacks.len()
-    }
 }

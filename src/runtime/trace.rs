@@ -133,7 +133,7 @@ pub(crate) fn render(s: &Sched) -> String {
     if let Some(all) = &s.allgs {
         let all = all.lock().unwrap_or_else(|e| e.into_inner());
         let mut gs: Vec<_> = all.values().collect();
-        gs.sort_by_key(|g| g.id);
+        gs.sort_by_key(|g| g.id());
         for g in gs {
             let status = g.status();
             let reason = if status == Status::Waiting {
@@ -145,7 +145,7 @@ pub(crate) fn render(s: &Sched) -> String {
             let _ = writeln!(
                 out,
                 "  G{}: status={}({reason}) m={} lockedm=nil",
-                g.id,
+                g.id(),
                 status as u8,
                 nil_or(m)
             );
