@@ -1,0 +1,67 @@
+//! Shared test helpers: a watchdog for tests that would hang on a lost wake-up,
+//! running this test binary again as a child process, and starting the runtime with
+//! a given GOMAXPROCS.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::process::{Command, Output};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// Starts the runtime with `procs` Ps (each test binary is its own process, so
+/// every test in it sees the same runtime).
+pub fn init_procs(procs: usize) {
+    let _ = goro::runtime::Config::new().procs(procs).init();
+    assert_eq!(
+        goro::runtime::gomaxprocs(),
+        procs,
+        "runtime started with another GOMAXPROCS"
+    );
+}
+
+/// Aborts the process if not dropped within `limit`: a hang (a lost wake-up) must
+/// fail the test, not stall CI.
+pub struct Watchdog {
+    done: Arc<(Mutex<bool>, Condvar)>,
+}
+
+pub fn watchdog(name: &'static str, limit: Duration) -> Watchdog {
+    let done = Arc::new((Mutex::new(false), Condvar::new()));
+    let d = done.clone();
+    std::thread::spawn(move || {
+        let (lock, cv) = &*d;
+        let guard = lock.lock().unwrap();
+        let (guard, timeout) = cv.wait_timeout_while(guard, limit, |done| !*done).unwrap();
+        if timeout.timed_out() && !*guard {
+            eprintln!("watchdog: {name} did not finish within {limit:?}: hang (lost wake-up?)");
+            std::process::abort();
+        }
+    });
+    Watchdog { done }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let (lock, cv) = &*self.done;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+    }
+}
+
+/// The env var that tells a test it runs as the child of [`run_child`].
+pub const CHILD: &str = "GORO_TEST_CHILD";
+
+pub fn is_child() -> bool {
+    std::env::var_os(CHILD).is_some()
+}
+
+/// Runs test `name` of this same binary in a child process with `envs`.
+pub fn run_child(name: &str, envs: &[(&str, &str)]) -> Output {
+    let exe = std::env::current_exe().expect("test binary path");
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run child test process")
+}

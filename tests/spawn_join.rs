@@ -1,0 +1,161 @@
+//! Spawning and joining: many Gs, nested spawns, joins from Gs and from threads,
+//! results, panics, ids, Builder settings, counters.
+
+mod common;
+
+use goro::{go, Builder, JoinHandle};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[test]
+fn a_million_goroutines_spawned_and_joined() {
+    let _w = common::watchdog("a_million_goroutines", Duration::from_secs(120));
+    const N: usize = 1_000_000;
+    let sum = go!(|| {
+        let handles: Vec<JoinHandle<usize>> = (0..N).map(|i| go!(move || i)).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum::<usize>()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(sum, N * (N - 1) / 2);
+}
+
+#[test]
+fn join_from_a_plain_thread_and_from_goroutines() {
+    let from_thread = go!(|| 7).join().unwrap();
+    assert_eq!(from_thread, 7);
+    let from_g = go!(|| go!(|| 8).join().unwrap() + 1).join().unwrap();
+    assert_eq!(from_g, 9);
+    // A G joined by another plain thread.
+    let h = go!(|| "hi".to_string());
+    let got = std::thread::spawn(move || h.join().unwrap()).join().unwrap();
+    assert_eq!(got, "hi");
+}
+
+#[test]
+fn nested_spawns_build_a_tree() {
+    fn tree(depth: u32) -> u64 {
+        if depth == 0 {
+            return 1;
+        }
+        let l = go!(move || tree(depth - 1));
+        let r = go!(move || tree(depth - 1));
+        l.join().unwrap() + r.join().unwrap()
+    }
+    assert_eq!(go!(|| tree(12)).join().unwrap(), 1 << 12);
+}
+
+#[test]
+fn panics_are_delivered_by_join_and_do_not_hurt_others() {
+    let n = std::hint::black_box(42);
+    let h = go!(move || -> u32 { panic!("boom {n}") });
+    let err = h.join().unwrap_err();
+    assert_eq!(err.downcast_ref::<String>().map(String::as_str), Some("boom 42"));
+    let h = go!(|| -> u32 { panic!("static") });
+    assert_eq!(h.join().unwrap_err().downcast_ref::<&str>(), Some(&"static"));
+    // A detached panicking G: the runtime keeps going.
+    drop(go!(|| panic!("detached")));
+    let ok: Vec<_> = (0..100).map(|i| go!(move || i * 2)).collect();
+    assert_eq!(ok.into_iter().map(|h| h.join().unwrap()).sum::<i32>(), 9900);
+}
+
+#[test]
+fn panic_message_names_the_goroutine() {
+    if common::is_child() {
+        let h = Builder::new().name("worker-7").spawn(|| panic!("kaput")).unwrap();
+        let id = h.id();
+        assert!(h.join().is_err());
+        println!("CHILD-ID {id}");
+        return;
+    }
+    let out = common::run_child("panic_message_names_the_goroutine", &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed: {stderr}");
+    let id = stdout
+        .split("CHILD-ID ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("child printed its G id");
+    let want = format!("goroutine {id} \"worker-7\" panicked at");
+    assert!(stderr.contains(&want), "stderr lacks {want:?}:\n{stderr}");
+    assert!(stderr.contains("kaput"), "{stderr}");
+}
+
+#[test]
+fn ids_are_unique_and_current_reports_them() {
+    assert_eq!(goro::current(), None);
+    let handles: Vec<_> = (0..1000).map(|_| go!(goro::current)).collect();
+    let mut seen = HashSet::new();
+    for h in handles {
+        let id = h.id();
+        assert_eq!(h.join().unwrap(), Some(id));
+        assert!(seen.insert(id), "duplicate id {id}");
+    }
+}
+
+#[test]
+fn is_finished_and_detach() {
+    let h = go!(|| 5);
+    while !h.is_finished() {
+        std::thread::yield_now();
+    }
+    assert_eq!(h.join().unwrap(), 5);
+    // Dropping handles detaches: the Gs still run to completion.
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..100 {
+        let ran = ran.clone();
+        drop(go!(move || ran.fetch_add(1, Ordering::SeqCst)));
+    }
+    let last = go!(|| ()); // queued after the others on the global queue
+    last.join().unwrap();
+    while ran.load(Ordering::SeqCst) < 100 {
+        goro::yield_now();
+    }
+}
+
+#[test]
+fn builder_rejects_bad_settings_and_applies_good_ones() {
+    let e = Builder::new().stack_size(8 << 30).spawn(|| ()).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    let e = Builder::new().name("a\0b").spawn(|| ()).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    // A deep recursion that needs more than the default stack runs with a big one.
+    fn depth(n: u32) -> u32 {
+        let pad = std::hint::black_box([0u8; 1024]);
+        if n == 0 {
+            pad[0] as u32
+        } else {
+            depth(n - 1) + 1 + std::hint::black_box(pad[1]) as u32
+        }
+    }
+    let h = Builder::new()
+        .name("deep")
+        .stack_size(16 << 20)
+        .spawn(|| depth(4000))
+        .unwrap();
+    assert_eq!(h.join().unwrap(), 4000);
+}
+
+#[test]
+fn yield_now_on_a_plain_thread_is_harmless() {
+    goro::yield_now();
+    assert_eq!(goro::current(), None);
+}
+
+#[test]
+fn counters_add_up() {
+    let before = goro::runtime::stats();
+    let hs: Vec<_> = (0..500).map(|i| go!(move || i)).collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let after = goro::runtime::stats();
+    assert!(after.spawned >= before.spawned + 500);
+    assert!(after.completed >= before.completed + 500);
+    assert!(after.context_switches >= before.context_switches + 500);
+    assert_eq!(after.procs.len(), goro::runtime::gomaxprocs());
+    assert!(goro::runtime::num_goroutine() as u64 <= after.live + 64);
+}
