@@ -32,6 +32,12 @@ pub mod time;
 
 pub use spawn::{current, spawn, yield_now, Builder, GoId, JoinHandle};
 
+/// Internals exposed only for `benches/` (not part of the API, no stability).
+#[doc(hidden)]
+pub mod __bench {
+    pub use crate::runtime::runq::{RunQueue, RING_CAP};
+}
+
 /// Spawns a goroutine: `goro::go!(|| expr)` or `goro::go!(move || expr)`. Returns
 /// its [`JoinHandle`].
 ///

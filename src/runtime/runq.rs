@@ -35,17 +35,17 @@ use std::ptr::{self, NonNull};
 
 /// Slots in the ring (Go: `len(p.runq)`).
 #[cfg(not(loom))]
-pub(crate) const RING_CAP: u32 = 256;
+pub const RING_CAP: u32 = 256;
 /// Slots in the ring, shrunk under loom so the overflow paths are reachable.
 #[cfg(loom)]
-pub(crate) const RING_CAP: u32 = 4;
+pub const RING_CAP: u32 = 4;
 
 /// What [`RunQueue::pop`] returns besides the item: whether it came from
 /// `runnext` (and so inherits the current time slice, Go's `inheritTime`).
-pub(crate) type Popped<T> = (NonNull<T>, bool);
+pub type Popped<T> = (NonNull<T>, bool);
 
 /// `runnext` + a 256-slot ring of pointers to `T` (in the runtime, `T` is a G).
-pub(crate) struct RunQueue<T> {
+pub struct RunQueue<T> {
     /// Next slot to consume. Advanced by the owner and by thieves (CAS).
     head: AtomicU32,
     /// Next slot to fill. Written only by the owner.
@@ -70,7 +70,8 @@ impl<T> Default for RunQueue<T> {
 }
 
 impl<T> RunQueue<T> {
-    pub(crate) fn new() -> Self {
+    /// An empty queue.
+    pub fn new() -> Self {
         RunQueue {
             head: AtomicU32::new(0),
             tail: AtomicU32::new(0),
@@ -86,7 +87,7 @@ impl<T> RunQueue<T> {
 
     /// Items in the ring, not counting `runnext` (Go's `runqtail - runqhead`): a
     /// hint, exact only for the owner.
-    pub(crate) fn ring_len(&self) -> u32 {
+    pub fn ring_len(&self) -> u32 {
         loop {
             let h = self.head.load(Ordering::Acquire);
             let t = self.tail.load(Ordering::Acquire);
@@ -98,7 +99,7 @@ impl<T> RunQueue<T> {
     }
 
     /// True if the ring and `runnext` are both empty (Go's `runqempty`).
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         // Go's trick: a concurrent pop of runnext followed by a push to the ring can
         // make a naive read see "empty" while an item is always present. Re-read
         // tail to make sure head, tail and runnext were observed together.
@@ -116,7 +117,7 @@ impl<T> RunQueue<T> {
     /// goes to the tail of the ring) or at the tail of the ring. When the ring is
     /// full, half of it plus the new item are handed to `spill` in one batch, oldest
     /// first (Go's `runqputslow`): the caller moves them to the global queue.
-    pub(crate) fn push(&self, item: NonNull<T>, next: bool, mut spill: impl FnMut(&[NonNull<T>])) {
+    pub fn push(&self, item: NonNull<T>, next: bool, mut spill: impl FnMut(&[NonNull<T>])) {
         let mut item = item;
         if next {
             let old = self.runnext.swap(item.as_ptr(), Ordering::AcqRel);
@@ -164,7 +165,7 @@ impl<T> RunQueue<T> {
 
     /// Owner only. Takes `runnext` if set (inherits the time slice), else the
     /// oldest item of the ring.
-    pub(crate) fn pop(&self) -> Option<Popped<T>> {
+    pub fn pop(&self) -> Option<Popped<T>> {
         let next = self.runnext.load(Ordering::Acquire);
         if !next.is_null()
             && self
@@ -180,7 +181,7 @@ impl<T> RunQueue<T> {
     }
 
     /// Owner only. The oldest item of the ring, ignoring `runnext`.
-    pub(crate) fn pop_ring(&self) -> Option<NonNull<T>> {
+    pub fn pop_ring(&self) -> Option<NonNull<T>> {
         loop {
             let h = self.head.load(Ordering::Acquire);
             let t = self.tail.load(Ordering::Relaxed);
@@ -203,7 +204,7 @@ impl<T> RunQueue<T> {
     /// were taken. With `steal_runnext`, an empty ring makes it take the victim's
     /// `runnext` instead, after calling `before_runnext` (the runtime pauses there
     /// briefly so a running owner gets the chance to run its own `runnext` first).
-    pub(crate) fn steal_into(
+    pub fn steal_into(
         &self,
         victim: &RunQueue<T>,
         steal_runnext: bool,
@@ -387,7 +388,7 @@ mod tests {
     fn concurrent_owner_and_thieves_consume_each_item_once() {
         const N: usize = 200_000;
         let q = Arc::new(RunQueue::<u64>::new());
-        let it = Arc::new(items(N));
+        let it = items(N);
         let seen = Arc::new(Mutex::new(Vec::with_capacity(N)));
         let done = Arc::new(AtomicBool::new(false));
         let thieves: Vec<_> = (0..2)

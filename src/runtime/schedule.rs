@@ -85,9 +85,10 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
             exit_g(p, g);
         }
         Outcome::NoStack => exit_g(p, g),
-        // SAFETY: the G has switched out; this M still owns it.
         Outcome::Switched => {
-            match std::mem::replace(&mut unsafe { g.ctx() }.switch, Switch::None) {
+            // SAFETY: the G has switched out; this M still owns it.
+            let switch = std::mem::replace(&mut unsafe { g.ctx() }.switch, Switch::None);
+            match switch {
                 Switch::Yield => {
                     g.cas_status(Status::Running, Status::Runnable);
                     s.global.push(g);
