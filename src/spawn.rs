@@ -12,10 +12,10 @@
 //! reads the slot through [`TaskHead<T>`], a `#[repr(C)]` prefix of every
 //! `Task<F, T>`, which puts the slot at the same offset whatever `F` is.
 
-use crate::runtime::g::{Status, Switch, WaitReason};
+use crate::runtime::g::{GRef, Status, Switch, WaitReason};
 use crate::runtime::gfree::gfget;
 use crate::runtime::m::{current_g, current_p};
-use crate::runtime::p::bump;
+use crate::runtime::p::{bump, P};
 use crate::runtime::park::{Parker, Waiter};
 use crate::runtime::sched::sched;
 use crate::runtime::stack::MAX_STACK_SIZE;
@@ -28,8 +28,7 @@ use std::io;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 
 /// A goroutine's id: unique for the life of the process, as Go's goid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -130,7 +129,9 @@ impl Builder {
         let stack_size = self
             .stack_size
             .map_or(s.config.stack_size, crate::runtime::stack::round_size);
-        let id = next_goid();
+        // Looked up once: the G's id, header and queue all come from this P.
+        let p = current_p();
+        let id = next_goid(p);
         let task = Box::new(Task {
             head: TaskHead {
                 header: TaskHeader::new(&Task::<F, T>::VTABLE),
@@ -140,13 +141,13 @@ impl Builder {
         });
         // SAFETY: a fresh Task starts with its TaskHeader (#[repr(C)]).
         let task = unsafe { TaskRef::from_ptr(NonNull::from(Box::leak(task)).cast()) };
-        let g = gfget();
+        let g = gfget(p);
         // SAFETY: gfget hands us the header exclusively.
         unsafe { g.init(id, self.name.map(String::into_boxed_str), stack_size, task) };
         if let Some(all) = &s.allgs {
             all.lock().unwrap_or_else(|e| e.into_inner()).insert(id, g);
         }
-        newproc(g);
+        newproc(p, g);
         Ok(JoinHandle {
             task,
             id: GoId(id),
@@ -196,7 +197,8 @@ where
             }
         };
         count_completed();
-        task.head.slot.complete(result);
+        // SAFETY: `t` heads this task block (caller's contract).
+        task.head.slot.complete(unsafe { TaskRef::from_ptr(t) }, result);
     }
 
     /// # Safety
@@ -215,14 +217,14 @@ fn count_completed() {
     }
 }
 
-/// A fresh G id: from the current P's batch (Go's goidcache), or the global counter.
-fn next_goid() -> u64 {
+/// A fresh G id: from P `p`'s batch (Go's goidcache), or the global counter.
+fn next_goid(p: Option<&P>) -> u64 {
     const BATCH: u64 = 16;
     let s = sched();
-    match current_p() {
+    match p {
         Some(p) => {
-            // SAFETY: we run on the M holding `p`, and no other reference to its
-            // local state is live here.
+            // SAFETY: `p` is the current M's P, and no other reference to its local
+            // state is live here.
             let local = unsafe { p.local() };
             if local.goid_next == local.goid_end {
                 local.goid_next = s.next_goid.fetch_add(BATCH, Ordering::Relaxed);
@@ -235,11 +237,11 @@ fn next_goid() -> u64 {
     }
 }
 
-/// Queues a new G (Go's `newproc`): to the current P's `runnext`, or the global
-/// queue from a plain thread; then maybe wakes an M.
-fn newproc(g: crate::runtime::g::GRef) {
+/// Queues a new G (Go's `newproc`): to the `runnext` of `p` (the current M's P),
+/// or the global queue from a plain thread; then maybe wakes an M.
+fn newproc(p: Option<&P>, g: GRef) {
     g.set_status(Status::Runnable);
-    match current_p() {
+    match p {
         Some(p) => {
             bump(&p.counters.spawned, 1);
             p.runq_put(g, true);
@@ -253,47 +255,42 @@ fn newproc(g: crate::runtime::g::GRef) {
     wakep();
 }
 
-/// The G's result, shared by the G and its [`JoinHandle`].
+/// The G's result, shared by the G and its [`JoinHandle`]. Its fields are touched
+/// only under the task's slot lock (`TaskRef::lock`).
 struct JoinSlot<T> {
-    finished: AtomicBool,
-    slot: Mutex<Slot<T>>,
-}
-
-struct Slot<T> {
-    result: Option<std::thread::Result<T>>,
-    waiter: Option<Waiter>,
-    /// The handle was dropped: nobody will read the result.
-    detached: bool,
+    result: UnsafeCell<Option<std::thread::Result<T>>>,
+    /// A packed `Waiter` (`Waiter::into_raw`), 0 if none.
+    waiter: UnsafeCell<usize>,
 }
 
 impl<T> JoinSlot<T> {
     fn new() -> Self {
         JoinSlot {
-            finished: AtomicBool::new(false),
-            slot: Mutex::new(Slot {
-                result: None,
-                waiter: None,
-                detached: false,
-            }),
+            result: UnsafeCell::new(None),
+            waiter: UnsafeCell::new(0),
         }
     }
 
     /// Called on the G's stack with its result.
-    fn complete(&self, result: std::thread::Result<T>) {
-        let (waiter, unread) = {
-            let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
-            self.finished.store(true, Ordering::Release);
-            if slot.detached {
-                (None, Some(result))
-            } else {
-                slot.result = Some(result);
-                (slot.waiter.take(), None)
-            }
+    fn complete(&self, task: TaskRef, result: std::thread::Result<T>) {
+        let lock = task.lock();
+        if lock.detached() {
+            drop(lock);
+            // Nobody will read it: drop it here, on the G's own stack, so its
+            // destructor runs as goroutine code (it may block), never on the
+            // scheduler's stack.
+            drop(result);
+            return;
+        }
+        // SAFETY: we hold the slot lock.
+        let waiter = unsafe {
+            *self.result.get() = Some(result);
+            std::mem::take(&mut *self.waiter.get())
         };
-        // A detached G's result is dropped here, on its own stack, so its destructor
-        // runs as goroutine code (it may block), never on the scheduler's stack.
-        drop(unread);
-        if let Some(w) = waiter {
+        lock.set_finished();
+        drop(lock);
+        // SAFETY: the packed waiter was stored by `join` and is unpacked once, here.
+        if let Some(w) = unsafe { Waiter::from_raw(waiter) } {
             w.wake();
         }
     }
@@ -309,7 +306,7 @@ pub struct JoinHandle<T> {
 // SAFETY: the handle only reaches the join slot, which is locked; `T` crosses
 // threads with the result, hence `T: Send`. Same bounds as std's JoinHandle.
 unsafe impl<T: Send> Send for JoinHandle<T> {}
-// SAFETY: `&JoinHandle` only reads `finished` and the id.
+// SAFETY: `&JoinHandle` only reads the finished flag and the id.
 unsafe impl<T: Send> Sync for JoinHandle<T> {}
 
 impl<T> JoinHandle<T> {
@@ -332,22 +329,23 @@ impl<T> JoinHandle<T> {
     /// # Errors
     /// The panic payload, if the goroutine panicked.
     pub fn join(self) -> Result<T, Box<dyn Any + Send + 'static>> {
-        let join = self.slot();
-        let mut slot = join.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = self.slot();
         loop {
-            if let Some(result) = slot.result.take() {
+            let lock = self.task.lock();
+            // SAFETY: we hold the slot lock.
+            if let Some(result) = unsafe { (*slot.result.get()).take() } {
                 return result;
             }
             let parker = Parker::new();
-            slot.waiter = Some(parker.waiter());
-            parker.park(WaitReason::Join, slot);
-            slot = join.slot.lock().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: we hold the slot lock; the G unpacks the waiter once.
+            unsafe { *slot.waiter.get() = parker.waiter().into_raw() };
+            parker.park(WaitReason::Join, lock);
         }
     }
 
     /// True once the goroutine has finished (its result is ready for `join`).
     pub fn is_finished(&self) -> bool {
-        self.slot().finished.load(Ordering::Acquire)
+        self.task.finished()
     }
 
     /// The goroutine's id.
@@ -358,10 +356,7 @@ impl<T> JoinHandle<T> {
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        {
-            let mut slot = self.slot().slot.lock().unwrap_or_else(|e| e.into_inner());
-            slot.detached = true;
-        }
+        self.task.lock().set_detached();
         // SAFETY: the handle's reference, dropped exactly once, here.
         unsafe { self.task.release() };
     }

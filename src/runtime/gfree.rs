@@ -14,7 +14,6 @@
 //! is locked.
 
 use super::g::{GRef, G};
-use super::m::current_p;
 use super::p::P;
 use super::sched::sched;
 use std::sync::Mutex;
@@ -41,14 +40,15 @@ impl GFreePool {
     }
 }
 
-/// A free header for a new G: from the current P's list, the global pool, or the
-/// heap. The caller owns it exclusively until it queues the G.
-pub(crate) fn gfget() -> GRef {
+/// A free header for a new G: from the list of `p` (the current M's P, if any),
+/// the global pool, or the heap. The caller owns it exclusively until it queues
+/// the G.
+pub(crate) fn gfget(p: Option<&P>) -> GRef {
     let pool = &sched().gfree;
-    let Some(p) = current_p() else {
+    let Some(p) = p else {
         return pool.lock().pop().unwrap_or_else(G::alloc);
     };
-    // SAFETY: we run on the M holding `p`; no other reference to its local state
+    // SAFETY: `p` is held by the calling M; no other reference to its local state
     // is live.
     let local = unsafe { p.local() };
     if local.gfree.is_empty() {

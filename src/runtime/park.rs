@@ -35,6 +35,10 @@ pub(crate) enum Waiter {
     Thread(Arc<ThreadWaiter>),
 }
 
+/// Tag bit of a packed thread waiter (G headers and `ThreadWaiter`s are at least
+/// 8-aligned, so bit 0 of their addresses is free).
+const THREAD_TAG: usize = 1;
+
 /// A plain thread's side of a wait.
 pub(crate) struct ThreadWaiter {
     woken: AtomicBool,
@@ -42,6 +46,32 @@ pub(crate) struct ThreadWaiter {
 }
 
 impl Waiter {
+    /// Packs the waiter into one word (a tagged pointer; 0 is never produced), for
+    /// compact wait records. Undo with [`Waiter::from_raw`].
+    pub(crate) fn into_raw(self) -> usize {
+        match self {
+            Waiter::G(g) => g.as_ptr().as_ptr() as usize,
+            Waiter::Thread(t) => Arc::into_raw(t) as usize | THREAD_TAG,
+        }
+    }
+
+    /// Unpacks a word made by [`Waiter::into_raw`]; 0 means none.
+    ///
+    /// # Safety
+    /// `raw` is 0 or came from `into_raw` and is unpacked only once.
+    pub(crate) unsafe fn from_raw(raw: usize) -> Option<Waiter> {
+        if raw == 0 {
+            None
+        } else if raw & THREAD_TAG != 0 {
+            // SAFETY: made by Arc::into_raw in `into_raw`, unpacked once.
+            Some(Waiter::Thread(unsafe {
+                Arc::from_raw((raw & !THREAD_TAG) as *const ThreadWaiter)
+            }))
+        } else {
+            GRef::from_raw(raw as *const super::g::G).map(Waiter::G)
+        }
+    }
+
     /// Makes the waiter runnable. Call once per wait, after releasing the record's lock.
     pub(crate) fn wake(self) {
         match self {
