@@ -18,8 +18,9 @@ fn items(n: usize) -> Vec<NonNull<u64>> {
     v.iter_mut().map(NonNull::from).collect()
 }
 
+/// What a `Worker` holds in the comparison: a G pointer, as the ring holds.
 #[derive(Clone, Copy)]
-struct Ptr(NonNull<u64>);
+struct Ptr(#[allow(dead_code)] NonNull<u64>);
 // SAFETY: points into a leaked, never-written array.
 unsafe impl Send for Ptr {}
 
