@@ -12,7 +12,7 @@
 //! wasted lock; too late is impossible for a timer added by the reader's own P, and
 //! for other Ps the adder wakes the poller (`wake_netpoller`).
 //!
-//! Heap, not wheel: the figures and the reasoning are in docs/DESIGN.md ("Timers").
+//! Heap, not wheel: the reasoning is in docs/DESIGN.md ("Timers").
 
 use super::g::GRef;
 use std::cmp::Ordering as CmpOrdering;
