@@ -287,8 +287,7 @@ impl<T> JoinSlot<T> {
             *self.result.get() = Some(result);
             std::mem::take(&mut *self.waiter.get())
         };
-        lock.set_finished();
-        drop(lock);
+        lock.unlock_finished();
         // SAFETY: the packed waiter was stored by `join` and is unpacked once, here.
         if let Some(w) = unsafe { Waiter::from_raw(waiter) } {
             w.wake();
@@ -331,10 +330,20 @@ impl<T> JoinHandle<T> {
     pub fn join(self) -> Result<T, Box<dyn Any + Send + 'static>> {
         let slot = self.slot();
         loop {
-            let lock = self.task.lock();
-            // SAFETY: we hold the slot lock.
-            if let Some(result) = unsafe { (*slot.result.get()).take() } {
+            if self.task.finished() {
+                // The G stored the result and will not touch the slot again; the
+                // Acquire load of FINISHED made its store visible.
+                // SAFETY: after FINISHED only the handle's owner (us) uses the slot.
+                let result = unsafe { (*slot.result.get()).take() }.expect("goro: finished task without a result");
+                let task = self.task;
+                std::mem::forget(self); // nothing to detach: the result is taken
+                                        // SAFETY: the handle's reference, dropped exactly once, here.
+                unsafe { task.release() };
                 return result;
+            }
+            let lock = self.task.lock();
+            if self.task.finished() {
+                continue; // finished while we took the lock
             }
             let parker = Parker::new();
             // SAFETY: we hold the slot lock; the G unpacks the waiter once.

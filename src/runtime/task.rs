@@ -69,9 +69,13 @@ impl TaskHeader {
 pub(crate) struct SlotLock(TaskRef);
 
 impl SlotLock {
-    /// Marks the result as stored (`JoinHandle::is_finished`).
-    pub(crate) fn set_finished(&self) {
-        self.0.header().state.fetch_or(FINISHED, Ordering::Release);
+    /// Unlocks and marks the result as stored, in one step. After this the G no
+    /// longer touches the slot, so a joiner that sees `FINISHED` (with `Acquire`)
+    /// may take the result without the lock.
+    pub(crate) fn unlock_finished(self) {
+        let task = self.0;
+        std::mem::forget(self);
+        task.header().state.fetch_xor(LOCKED | FINISHED, Ordering::Release);
     }
 
     /// Marks the handle as gone.
