@@ -36,3 +36,40 @@ fn gomaxprocs_comes_from_the_environment() {
     let ncpu = std::thread::available_parallelism().unwrap().get();
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("PROCS={ncpu}")));
 }
+
+/// CPUs in the calling thread's affinity mask.
+fn allowed_cpus() -> usize {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+            0
+        );
+        libc::CPU_COUNT(&set) as usize
+    }
+}
+
+#[test]
+fn pin_threads_pins_each_m_to_one_core() {
+    if common::is_child() {
+        Config::new().procs(2).pin_threads(true).init().unwrap();
+        let hs: Vec<_> = (0..50)
+            .map(|_| {
+                goro::go!(|| {
+                    goro::yield_now();
+                    allowed_cpus()
+                })
+            })
+            .collect();
+        for h in hs {
+            assert_eq!(h.join().unwrap(), 1, "an M running a G is not pinned");
+        }
+        return;
+    }
+    if allowed_cpus() < 2 {
+        return; // nothing to observe on a one-CPU machine
+    }
+    let out = common::run_child("pin_threads_pins_each_m_to_one_core", &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
