@@ -25,9 +25,11 @@
 
 #![warn(missing_docs)]
 
+pub mod chan;
 pub(crate) mod netpoll;
 pub mod runtime;
 mod spawn;
+pub mod sync;
 pub mod time;
 
 pub use spawn::{current, spawn, yield_now, Builder, GoId, JoinHandle};

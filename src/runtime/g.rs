@@ -66,34 +66,65 @@ impl Status {
 /// Why a G is `Waiting`, printed in `scheddetail` as Go prints `waitReason`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum WaitReason {
-    /// Not waiting.
+pub(crate) enum WaitReason {
     None = 0,
-    /// In `JoinHandle::join`.
     Join,
-    /// In `time::sleep`.
     Sleep,
-    /// Parked forever (`sleep(Duration::MAX)`, `select! {}`).
     Forever,
+    ChanRecv,
+    ChanSend,
+    Select,
+    SelectNoCases,
+    SyncMutexLock,
+    SyncRWMutexRLock,
+    SyncRWMutexLock,
+    SyncCondWait,
+    SyncWaitGroupWait,
+    Semacquire,
+    SyncOnce,
 }
 
 impl WaitReason {
+    const ALL: [WaitReason; 15] = [
+        WaitReason::None,
+        WaitReason::Join,
+        WaitReason::Sleep,
+        WaitReason::Forever,
+        WaitReason::ChanRecv,
+        WaitReason::ChanSend,
+        WaitReason::Select,
+        WaitReason::SelectNoCases,
+        WaitReason::SyncMutexLock,
+        WaitReason::SyncRWMutexRLock,
+        WaitReason::SyncRWMutexLock,
+        WaitReason::SyncCondWait,
+        WaitReason::SyncWaitGroupWait,
+        WaitReason::Semacquire,
+        WaitReason::SyncOnce,
+    ];
+
     fn from_u8(v: u8) -> WaitReason {
-        match v {
-            1 => WaitReason::Join,
-            2 => WaitReason::Sleep,
-            3 => WaitReason::Forever,
-            _ => WaitReason::None,
-        }
+        Self::ALL.get(v as usize).copied().unwrap_or(WaitReason::None)
     }
 
-    /// The text inside `status=4(...)`.
+    /// The text inside `status=4(...)`: Go's wording where Go has the same wait.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             WaitReason::None => "",
             WaitReason::Join => "goro.JoinHandle.join",
             WaitReason::Sleep => "sleep",
             WaitReason::Forever => "forever",
+            WaitReason::ChanRecv => "chan receive",
+            WaitReason::ChanSend => "chan send",
+            WaitReason::Select => "select",
+            WaitReason::SelectNoCases => "select (no cases)",
+            WaitReason::SyncMutexLock => "sync.Mutex.Lock",
+            WaitReason::SyncRWMutexRLock => "sync.RWMutex.RLock",
+            WaitReason::SyncRWMutexLock => "sync.RWMutex.Lock",
+            WaitReason::SyncCondWait => "sync.Cond.Wait",
+            WaitReason::SyncWaitGroupWait => "sync.WaitGroup.Wait",
+            WaitReason::Semacquire => "semacquire",
+            WaitReason::SyncOnce => "sync.Once.Do",
         }
     }
 }

@@ -11,10 +11,12 @@
 //! [`Stats`].
 
 mod config;
+pub(crate) mod futex;
 pub(crate) mod g;
 pub(crate) mod gfree;
 mod globrunq;
 pub(crate) mod idle;
+pub(crate) mod lock;
 #[cfg(all(test, loom))]
 mod loom_models;
 pub(crate) mod m;
@@ -32,6 +34,7 @@ pub(crate) mod sync_prims;
 pub(crate) mod task;
 pub(crate) mod timers;
 mod trace;
+pub(crate) mod waitq;
 pub(crate) mod wake;
 
 pub use config::{AlreadyStarted, Config};

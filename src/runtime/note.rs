@@ -20,7 +20,6 @@ pub(crate) use loom_note::Note;
 #[cfg(not(loom))]
 mod futex_note {
     use std::sync::atomic::{AtomicU32, Ordering};
-    use std::time::Duration;
 
     const EMPTY: u32 = 0;
     const NOTIFIED: u32 = 1;
@@ -40,48 +39,15 @@ mod futex_note {
         /// Wakes the sleeper, or makes its next `sleep` return at once.
         pub(crate) fn wake(&self) {
             if self.state.swap(NOTIFIED, Ordering::Release) == EMPTY {
-                futex_wake(&self.state);
+                crate::runtime::futex::wake_one(&self.state);
             }
         }
 
         /// Blocks until woken; consumes the wake-up.
         pub(crate) fn sleep(&self) {
             while self.state.swap(EMPTY, Ordering::Acquire) != NOTIFIED {
-                futex_wait(&self.state, EMPTY, None);
+                crate::runtime::futex::wait(&self.state, EMPTY, None);
             }
-        }
-    }
-
-    /// Sleeps while `*word == expected` (spurious returns are fine: callers loop).
-    fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
-        let ts = timeout.map(|d| libc::timespec {
-            tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
-            tv_nsec: d.subsec_nanos() as libc::c_long,
-        });
-        let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: `word` is a live, aligned u32 for the duration of the call; the
-        // timespec (if any) lives on this stack frame. FUTEX_WAIT only reads them.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                expected,
-                ts_ptr,
-            );
-        }
-    }
-
-    fn futex_wake(word: &AtomicU32) {
-        // SAFETY: `word` is a live, aligned u32; FUTEX_WAKE does not access memory
-        // beyond using its address as a key.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                1,
-            );
         }
     }
 }

@@ -19,14 +19,62 @@
 //! Each wait gets a fresh `Parker`, so a late wake-up can never leak into a later
 //! wait. "Exactly once" is the record's job: whoever removes the waiter from the
 //! record under its lock owns the wake-up.
+//!
+//! # Waits that several parties may end: [`Claim`]
+//! A `select!` waits on several channels at once, and a `recv_timeout` on a channel
+//! and a timer. Each such wait has one `Claim`: whoever wants to end the wait (a
+//! sender on one of the channels, a closer, the timer) must first win
+//! [`Claim::try_claim`]; only the winner writes the result and wakes the waiter,
+//! the others leave it alone. The waiter then unregisters from every other record.
+//! `done` goes from `UNCLAIMED` to the winning case exactly once (`AcqRel` CAS): the
+//! winner's writes before its wake are visible to the woken waiter.
 
 use super::g::{GRef, Status, Switch, WaitReason};
 use super::m::{current_g, current_p};
 use super::sched::sched;
+use super::timers::{add_timer, Action};
 use super::wake::wakep;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// [`Claim`] value before anyone claimed it.
+pub(crate) const UNCLAIMED: u32 = u32::MAX;
+/// [`Claim`] value when the deadline won.
+pub(crate) const TIMED_OUT: u32 = u32::MAX - 1;
+
+/// One wait that several parties may try to end; see the module docs.
+pub(crate) struct Claim {
+    done: AtomicU32,
+    waiter: Waiter,
+}
+
+impl Claim {
+    pub(crate) fn new(waiter: Waiter) -> Claim {
+        Claim {
+            done: AtomicU32::new(UNCLAIMED),
+            waiter,
+        }
+    }
+
+    /// Ends the wait as `case` if nobody ended it yet. The winner must then wake
+    /// the waiter ([`Claim::waiter`]) exactly once.
+    pub(crate) fn try_claim(&self, case: u32) -> bool {
+        self.done
+            .compare_exchange(UNCLAIMED, case, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Who ended the wait: a case index, [`TIMED_OUT`], or [`UNCLAIMED`].
+    pub(crate) fn winner(&self) -> u32 {
+        self.done.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn waiter(&self) -> Waiter {
+        self.waiter.clone()
+    }
+}
 
 /// Something that can be woken: a parked G or a blocked thread.
 #[derive(Clone)]
@@ -118,6 +166,68 @@ impl Parker {
                     std::thread::park();
                 }
             }
+        }
+    }
+}
+
+impl Parker {
+    /// As [`Parker::park`], for a wait ended through `claim` (which must hold this
+    /// parker's waiter), or by the deadline `timeout` from now: then `claim` is
+    /// claimed as [`TIMED_OUT`]. Returns once the winner has woken us.
+    pub(crate) fn park_timeout<U>(self, reason: WaitReason, unlock: U, claim: &Arc<Claim>, timeout: Duration) {
+        match self.0 {
+            Waiter::G(g) => {
+                let s = sched();
+                let when = u64::try_from(timeout.as_nanos())
+                    .ok()
+                    .and_then(|ns| s.nanotime().checked_add(ns));
+                let Some(when) = when else {
+                    return park_g(g, reason, unlock); // never times out
+                };
+                let claim = claim.clone();
+                // Armed after the switch (like `sleep`): the timer cannot end the wait
+                // before the G is off its stack.
+                let arm = OnDrop::new(move || {
+                    add_timer(when, Action::Timeout(claim));
+                    drop(unlock);
+                });
+                park_g(g, reason, arm);
+            }
+            Waiter::Thread(t) => {
+                drop(unlock);
+                let deadline = Instant::now().checked_add(timeout);
+                while !t.woken.load(Ordering::Acquire) {
+                    match deadline {
+                        Some(d) if Instant::now() >= d => {
+                            if claim.try_claim(TIMED_OUT) {
+                                return;
+                            }
+                            // Someone else won: they will wake us; wait for it.
+                            std::thread::park();
+                        }
+                        Some(d) => std::thread::park_timeout(d - Instant::now()),
+                        None => std::thread::park(),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs a closure when dropped: how a step is handed to the park protocol as its
+/// "unlock" (it then runs on the scheduler side, after the G switched out).
+pub(crate) struct OnDrop<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> OnDrop<F> {
+    pub(crate) fn new(f: F) -> Self {
+        OnDrop(Some(f))
+    }
+}
+
+impl<F: FnOnce()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
         }
     }
 }

@@ -30,7 +30,7 @@ use super::m::{set_current_g, M};
 use super::p::{bump, P};
 use super::runq::RING_CAP;
 use super::sched::{sched, Sched};
-use super::timers::{Action, NO_TIMER};
+use super::timers::NO_TIMER;
 use super::wake::{become_spinning, reset_spinning, stop_m, wakep};
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
@@ -227,9 +227,7 @@ fn run_timers(p: &P, now: u64) -> (u64, u64) {
     if next > now {
         return (now, next);
     }
-    let fired = p.timers.run_due(now, |action| match action {
-        Action::Ready(g) => super::park::ready(g),
-    });
+    let fired = p.timers.run_due(now);
     if let Some(mine) = super::m::current_p() {
         bump(&mine.counters.timers_fired, fired as u64);
     }

@@ -12,21 +12,82 @@
 //! wasted lock; too late is impossible for a timer added by the reader's own P, and
 //! for other Ps the adder wakes the poller (`wake_netpoller`).
 //!
+//! Cancelled timers are not searched for and removed: a timer that is stopped,
+//! reset, or whose wait ended otherwise is left in the heap and recognised as dead
+//! ([`Action::is_live`]) when it comes due. So that dead entries cannot pile up
+//! (a `recv_timeout(60 s)` in a hot loop), each heap is compacted — dead entries
+//! dropped in one O(n) pass — whenever it has doubled since the last compaction:
+//! amortised O(1) per insert, and at most about half the entries are dead.
+//!
 //! Heap, not wheel: the reasoning is in docs/DESIGN.md ("Timers").
 
 use super::g::GRef;
+use super::m::current_p;
+use super::park::{Claim, TIMED_OUT};
+use super::sched::sched;
+use super::wake::wake_netpoller;
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 
 /// `next` when the heap is empty.
 pub(crate) const NO_TIMER: u64 = u64::MAX;
 
+/// Heaps are not compacted below this many entries.
+const COMPACT_MIN: usize = 64;
+
+/// A timer owned by `goro::time` (`Timer`, `Ticker`, `after`, `tick`, `after_func`).
+pub(crate) trait Fire: Send + Sync {
+    /// The timer armed as generation `seq` is due at `now` (runtime clock, ns).
+    fn fire(self: Arc<Self>, seq: u64, now: u64);
+    /// Would firing generation `seq` still do anything?
+    fn is_live(&self, seq: u64) -> bool;
+}
+
 /// What a timer does when it fires.
 pub(crate) enum Action {
     /// Make a sleeping G runnable.
     Ready(GRef),
+    /// End a wait with a deadline (`recv_timeout`, `Condvar::wait_timeout`, ...),
+    /// unless something else ended it first.
+    Timeout(Arc<Claim>),
+    /// A `goro::time` timer, armed as generation `seq`.
+    Fire(Arc<dyn Fire>, u64),
+}
+
+impl Action {
+    /// False for a timer whose firing would do nothing: compaction drops it.
+    fn is_live(&self) -> bool {
+        match self {
+            Action::Ready(_) => true,
+            Action::Timeout(c) => c.winner() == super::park::UNCLAIMED,
+            Action::Fire(t, seq) => t.is_live(*seq),
+        }
+    }
+
+    fn run(self, now: u64) {
+        match self {
+            Action::Ready(g) => super::park::ready(g),
+            Action::Timeout(c) => {
+                if c.try_claim(TIMED_OUT) {
+                    c.waiter().wake();
+                }
+            }
+            Action::Fire(t, seq) => t.fire(seq, now),
+        }
+    }
+}
+
+/// Arms a timer at `when` (runtime clock) on the current P, or on P0 from a plain
+/// thread, and makes sure an M will wake up for it.
+pub(crate) fn add_timer(when: u64, action: Action) {
+    match current_p() {
+        Some(p) => p.timers.add(when, action),
+        None => sched().allp[0].timers.add(when, action),
+    }
+    wake_netpoller(when);
 }
 
 struct Entry {
@@ -58,6 +119,8 @@ impl Ord for Entry {
 struct Heap {
     entries: BinaryHeap<Entry>,
     seq: u64,
+    /// Compact when the heap reaches this size.
+    compact_at: usize,
 }
 
 /// One P's timers.
@@ -92,6 +155,10 @@ impl Timers {
         let seq = h.seq;
         h.seq += 1;
         h.entries.push(Entry { when, seq, action });
+        if h.entries.len() >= h.compact_at.max(COMPACT_MIN) {
+            h.entries.retain(|e| e.action.is_live());
+            h.compact_at = 2 * h.entries.len();
+        }
         self.publish(&h);
     }
 
@@ -103,7 +170,7 @@ impl Timers {
 
     /// Runs every timer due at `now`, in deadline order; the actions run outside
     /// the lock. Returns how many fired.
-    pub(crate) fn run_due(&self, now: u64, mut fire: impl FnMut(Action)) -> usize {
+    pub(crate) fn run_due(&self, now: u64) -> usize {
         if self.next() > now {
             return 0;
         }
@@ -116,7 +183,9 @@ impl Timers {
             self.publish(&h);
         }
         let n = due.len();
-        due.into_iter().for_each(&mut fire);
+        for action in due {
+            action.run(now);
+        }
         n
     }
 }

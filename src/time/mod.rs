@@ -1,12 +1,19 @@
-//! Time: [`sleep`] parks the G on its P's timer heap; no OS thread blocks.
+//! Time: [`sleep`], [`after`], [`tick`], [`Timer`], [`Ticker`], [`after_func`].
+//!
+//! All of them live on the per-P timer heaps of the scheduler: a sleeping G is
+//! parked (no OS thread blocks), and an idle runtime waits for the next deadline in
+//! `epoll_pwait2`, precise to microseconds rather than Go's millisecond.
 
 use crate::runtime::g::WaitReason;
-use crate::runtime::m::{current_g, current_p};
-use crate::runtime::park::Parker;
+use crate::runtime::m::current_g;
+use crate::runtime::park::{OnDrop, Parker};
 use crate::runtime::sched::sched;
-use crate::runtime::timers::Action;
-use crate::runtime::wake::wake_netpoller;
+use crate::runtime::timers::{add_timer, Action};
 use std::time::Duration;
+
+mod timer;
+
+pub use timer::{after, after_func, tick, Ticker, Timer};
 
 /// Pauses the current goroutine for at least `d`. In a G the G is parked on a timer
 /// and its M runs other Gs; on a plain thread the thread sleeps.
@@ -36,24 +43,10 @@ pub fn sleep(d: Duration) {
         Some(when) => {
             // The timer is armed on the scheduler side of the park, so it cannot
             // fire (and ready the G) before the G is off its stack.
-            let arm = ArmOnDrop(Some(move || {
-                let p = current_p().expect("a parking G's M holds a P");
-                p.timers.add(when, Action::Ready(g));
-                wake_netpoller(when);
-            }));
-            parker.park(WaitReason::Sleep, arm);
-        }
-    }
-}
-
-/// Runs a closure when dropped: how `sleep` hands "arm the timer" to the park
-/// protocol as its unlock step.
-struct ArmOnDrop<F: FnOnce()>(Option<F>);
-
-impl<F: FnOnce()> Drop for ArmOnDrop<F> {
-    fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            f();
+            parker.park(
+                WaitReason::Sleep,
+                OnDrop::new(move || add_timer(when, Action::Ready(g))),
+            );
         }
     }
 }

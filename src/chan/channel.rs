@@ -1,0 +1,316 @@
+//! The channel itself (Go's `hchan`): a lock, a bounded buffer, and the queues of
+//! blocked senders and receivers.
+//!
+//! # Semantics (Go's, with Rust's drop rules)
+//! - cap 0 is a rendezvous: a sender hands its value straight to a waiting
+//!   receiver (no buffer slot); cap > 0 buffers up to `cap` values.
+//! - A receiver takes from the buffer first; when senders are blocked on a full
+//!   buffer it also moves the oldest sender's value to the buffer's tail, so FIFO
+//!   order holds across the buffer and the queue.
+//! - Closing wakes every blocked sender (they fail, value handed back) and receiver
+//!   (they see the close once the buffer is drained). The channel closes on
+//!   `close()`, when the last `Sender` drops, or when the last `Receiver` drops
+//!   (then sends fail). Closing twice does nothing.
+//! - Blocked senders and receivers are served FIFO.
+//!
+//! # Locking
+//! `lock` guards `state`. Everything that touches `state` or a queued sudog holds
+//! it; the `closed` and `len` atomics mirror `state` for lock-free reads by
+//! `is_closed()` / `len()`. Wake-ups happen after the lock is released, with the
+//! waiter copied out first (see `waitq.rs`), so a woken waiter never waits for
+//! the lock its waker holds.
+
+use super::error::{RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
+use crate::runtime::g::WaitReason;
+use crate::runtime::lock::{RawGuard, RawMutex};
+use crate::runtime::park::{Claim, Parker, Waiter, TIMED_OUT};
+use crate::runtime::waitq::{Sudog, WaitQueue};
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The state behind the lock.
+pub(crate) struct State<T> {
+    buf: VecDeque<T>,
+    closed: bool,
+    pub(crate) recvq: WaitQueue<T>,
+    pub(crate) sendq: WaitQueue<T>,
+}
+
+/// A channel shared by its `Sender`s and `Receiver`s.
+pub(crate) struct Chan<T> {
+    lock: RawMutex,
+    cap: usize,
+    state: UnsafeCell<State<T>>,
+    closed: AtomicBool,
+    len: AtomicUsize,
+    pub(crate) senders: AtomicUsize,
+    pub(crate) receivers: AtomicUsize,
+}
+
+// SAFETY: `state` is only touched under `lock`; values of T move between threads,
+// hence T: Send.
+unsafe impl<T: Send> Send for Chan<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Chan<T> {}
+
+/// The channel's lock, held, with access to its state.
+pub(crate) struct Locked<'a, T> {
+    chan: &'a Chan<T>,
+    _guard: RawGuard<'a>,
+}
+
+impl<T> Locked<'_, T> {
+    pub(crate) fn st(&mut self) -> &mut State<T> {
+        // SAFETY: we hold the lock, and `&mut self` makes this the only reference.
+        unsafe { &mut *self.chan.state.get() }
+    }
+}
+
+/// What a completed operation leaves to do after the lock is released.
+pub(crate) type Wake = Option<Waiter>;
+
+impl<T> Chan<T> {
+    /// A channel with `cap` buffer slots, `senders` and `receivers` handles.
+    pub(crate) fn new(cap: usize, senders: usize, receivers: usize) -> Self {
+        Chan {
+            lock: RawMutex::new(),
+            cap,
+            state: UnsafeCell::new(State {
+                buf: VecDeque::new(),
+                closed: false,
+                recvq: WaitQueue::new(),
+                sendq: WaitQueue::new(),
+            }),
+            closed: AtomicBool::new(false),
+            len: AtomicUsize::new(0),
+            senders: AtomicUsize::new(senders),
+            receivers: AtomicUsize::new(receivers),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> Locked<'_, T> {
+        Locked {
+            chan: self,
+            _guard: self.lock.guard(),
+        }
+    }
+
+    /// The raw lock, for `select!`, which locks several channels at once.
+    pub(crate) fn raw_lock(&self) -> &RawMutex {
+        &self.lock
+    }
+
+    /// The state; the caller holds the lock (taken through [`Chan::raw_lock`]).
+    ///
+    /// # Safety
+    /// The lock is held and no other reference to the state is live.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn state_locked(&self) -> &mut State<T> {
+        // SAFETY: the caller's contract.
+        unsafe { &mut *self.state.get() }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Lock held: sends now if a receiver waits or the buffer has room.
+    pub(crate) fn try_send_locked(&self, st: &mut State<T>, v: T) -> Result<Wake, TrySendError<T>> {
+        if st.closed {
+            return Err(TrySendError::Closed(v));
+        }
+        if let Some(r) = st.recvq.pop_claimed() {
+            r.give(v);
+            return Ok(Some(r.finish(true)));
+        }
+        if st.buf.len() < self.cap {
+            st.buf.push_back(v);
+            self.len.store(st.buf.len(), Ordering::Relaxed);
+            return Ok(None);
+        }
+        Err(TrySendError::Full(v))
+    }
+
+    /// Lock held: receives now from the buffer or a waiting sender.
+    pub(crate) fn try_recv_locked(&self, st: &mut State<T>) -> Result<(T, Wake), TryRecvError> {
+        if let Some(v) = st.buf.pop_front() {
+            // A blocked sender's value takes the freed slot, keeping FIFO order.
+            let wake = st.sendq.pop_claimed().map(|s| {
+                st.buf.push_back(s.take());
+                s.finish(true)
+            });
+            self.len.store(st.buf.len(), Ordering::Relaxed);
+            return Ok((v, wake));
+        }
+        if let Some(s) = st.sendq.pop_claimed() {
+            let v = s.take();
+            return Ok((v, Some(s.finish(true))));
+        }
+        if st.closed {
+            return Err(TryRecvError::Closed);
+        }
+        Err(TryRecvError::Empty)
+    }
+
+    /// Takes one buffered value, if any (never a blocked sender's).
+    pub(crate) fn try_recv_buffered(&self) -> Option<T> {
+        let mut l = self.lock();
+        let st = l.st();
+        let v = st.buf.pop_front();
+        self.len.store(st.buf.len(), Ordering::Relaxed);
+        v
+    }
+
+    pub(crate) fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
+        let mut l = self.lock();
+        let wake = self.try_send_locked(l.st(), v)?;
+        drop(l);
+        wake_one(wake);
+        Ok(())
+    }
+
+    pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
+        let mut l = self.lock();
+        let (v, wake) = self.try_recv_locked(l.st())?;
+        drop(l);
+        wake_one(wake);
+        Ok(v)
+    }
+
+    pub(crate) fn send(&self, v: T) -> Result<(), SendError<T>> {
+        self.send_inner(v, None).map_err(|e| SendError(e.into_inner()))
+    }
+
+    pub(crate) fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        self.send_inner(v, Some(timeout))
+    }
+
+    fn send_inner(&self, v: T, timeout: Option<Duration>) -> Result<(), SendTimeoutError<T>> {
+        let mut l = self.lock();
+        let v = match self.try_send_locked(l.st(), v) {
+            Ok(wake) => {
+                drop(l);
+                wake_one(wake);
+                return Ok(());
+            }
+            Err(TrySendError::Closed(v)) => return Err(SendTimeoutError::Closed(v)),
+            Err(TrySendError::Full(v)) => v,
+        };
+        if timeout == Some(Duration::ZERO) {
+            return Err(SendTimeoutError::Timeout(v));
+        }
+        let sg = Sudog::new(Some(v));
+        let parker = Parker::new();
+        match timeout {
+            None => {
+                let claim = Claim::new(parker.waiter());
+                sg.bind(&claim, 0);
+                l.st().sendq.push(&sg);
+                parker.park(WaitReason::ChanSend, l);
+            }
+            Some(d) => {
+                let claim = Arc::new(Claim::new(parker.waiter()));
+                sg.bind(&claim, 0);
+                l.st().sendq.push(&sg);
+                parker.park_timeout(WaitReason::ChanSend, l, &claim, d);
+                if claim.winner() == TIMED_OUT {
+                    self.lock().st().sendq.remove(&sg);
+                    return Err(SendTimeoutError::Timeout(sg.take().expect("unsent value")));
+                }
+            }
+        }
+        if sg.success() {
+            Ok(())
+        } else {
+            Err(SendTimeoutError::Closed(sg.take().expect("unsent value")))
+        }
+    }
+
+    pub(crate) fn recv(&self) -> Result<T, RecvError> {
+        self.recv_inner(None).map_err(|_| RecvError)
+    }
+
+    pub(crate) fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        self.recv_inner(Some(timeout))
+    }
+
+    fn recv_inner(&self, timeout: Option<Duration>) -> Result<T, RecvTimeoutError> {
+        let mut l = self.lock();
+        match self.try_recv_locked(l.st()) {
+            Ok((v, wake)) => {
+                drop(l);
+                wake_one(wake);
+                return Ok(v);
+            }
+            Err(TryRecvError::Closed) => return Err(RecvTimeoutError::Closed),
+            Err(TryRecvError::Empty) => {}
+        }
+        if timeout == Some(Duration::ZERO) {
+            return Err(RecvTimeoutError::Timeout);
+        }
+        let sg = Sudog::new(None);
+        let parker = Parker::new();
+        match timeout {
+            None => {
+                let claim = Claim::new(parker.waiter());
+                sg.bind(&claim, 0);
+                l.st().recvq.push(&sg);
+                parker.park(WaitReason::ChanRecv, l);
+            }
+            Some(d) => {
+                let claim = Arc::new(Claim::new(parker.waiter()));
+                sg.bind(&claim, 0);
+                l.st().recvq.push(&sg);
+                parker.park_timeout(WaitReason::ChanRecv, l, &claim, d);
+                if claim.winner() == TIMED_OUT {
+                    self.lock().st().recvq.remove(&sg);
+                    return Err(RecvTimeoutError::Timeout);
+                }
+            }
+        }
+        match sg.take() {
+            Some(v) => Ok(v),
+            None => Err(RecvTimeoutError::Closed),
+        }
+    }
+
+    /// Closes the channel (idempotent) and wakes everyone blocked on it.
+    pub(crate) fn close(&self) {
+        let mut l = self.lock();
+        let st = l.st();
+        if st.closed {
+            return;
+        }
+        st.closed = true;
+        self.closed.store(true, Ordering::Release);
+        let mut wake = Vec::new();
+        while let Some(r) = st.recvq.pop_claimed() {
+            wake.push(r.finish(false));
+        }
+        while let Some(s) = st.sendq.pop_claimed() {
+            wake.push(s.finish(false));
+        }
+        drop(l);
+        for w in wake {
+            w.wake();
+        }
+    }
+}
+
+/// Wakes the waiter an operation completed, if any (after the lock is released).
+pub(crate) fn wake_one(wake: Wake) {
+    if let Some(w) = wake {
+        w.wake();
+    }
+}

@@ -1,0 +1,469 @@
+//! `select!`: wait on several channel operations, run the one that completes.
+//!
+//! The runtime half is Go's `selectgo`:
+//! 1. Lock every channel involved, in address order (so two selects over the same
+//!    channels cannot deadlock; a channel named twice is locked once).
+//! 2. Poll the cases in a random order; the first that can complete now does, and
+//!    wins. Among several ready cases each is chosen with equal probability.
+//! 3. None ready: with `default`, run it. Otherwise queue one sudog per case, all
+//!    tied to one [`Claim`], and park; the locks are released after the switch.
+//! 4. Whoever completes a case first wins the claim (a sender, a receiver, a
+//!    close), fills that case's sudog and wakes us. We lock everything again and
+//!    take our other sudogs out of their queues, so no stale waiter is left behind.
+//!
+//! The macro half evaluates every operand once, in source order, into a case object
+//! on the caller's stack, calls [`select`], then runs the winning arm's body inline
+//! (so `break`, `continue`, `return` and `?` act on the caller's code).
+
+use super::channel::{wake_one, Chan, Wake};
+use super::error::{RecvError, SendError};
+use super::{Receiver, Sender};
+use crate::runtime::g::WaitReason;
+use crate::runtime::park::{Claim, Parker};
+use crate::runtime::waitq::Sudog;
+use std::cell::Cell;
+
+/// Per-select scratch the cases share with the select loop. Opaque outside.
+#[doc(hidden)]
+pub struct Ctx {
+    wake: Wake,
+    /// The wait the cases register under (set before `register`).
+    claim: *const Claim,
+}
+
+/// One arm of a `select!`, type-erased. Implemented by [`RecvCase`] and
+/// [`SendCase`]; not for use outside the macro.
+#[doc(hidden)]
+pub trait Case {
+    /// The channel's address: the lock order.
+    fn addr(&self) -> usize;
+    /// Takes the channel's lock.
+    fn lock(&self);
+    /// Releases the channel's lock.
+    ///
+    /// # Safety
+    /// The lock is held by this select.
+    unsafe fn unlock(&self);
+    /// Lock held: completes the operation now if it can.
+    ///
+    /// # Safety
+    /// The channel's lock is held.
+    unsafe fn try_now(&self, cx: &mut Ctx) -> bool;
+    /// Lock held: queues this case's sudog under the context's claim, as case
+    /// `index`.
+    ///
+    /// # Safety
+    /// The lock is held; the claim outlives the sudog's stay in the queue.
+    unsafe fn register(&self, cx: &Ctx, index: u32);
+    /// Lock held: takes this case's sudog out of the queue, if still there.
+    ///
+    /// # Safety
+    /// The lock is held.
+    unsafe fn unregister(&self);
+    /// After winning through a wake-up: moves the result out of the sudog.
+    fn finish_woken(&self);
+    /// Marks this case as the one that ran.
+    fn mark_selected(&self);
+}
+
+/// A `recv(rx) -> msg` arm.
+#[doc(hidden)]
+pub struct RecvCase<'a, T> {
+    chan: &'a Chan<T>,
+    sudog: Sudog<T>,
+    result: Cell<Option<Result<T, RecvError>>>,
+    selected: Cell<bool>,
+}
+
+impl<'a, T> RecvCase<'a, T> {
+    pub fn new(rx: &'a Receiver<T>) -> Self {
+        RecvCase {
+            chan: &rx.chan,
+            sudog: Sudog::new(None),
+            result: Cell::new(None),
+            selected: Cell::new(false),
+        }
+    }
+
+    pub fn is_selected(&self) -> bool {
+        self.selected.get()
+    }
+
+    pub fn take(&self) -> Result<T, RecvError> {
+        self.result.take().expect("select: the selected case has a result")
+    }
+}
+
+impl<T> Case for RecvCase<'_, T> {
+    fn addr(&self) -> usize {
+        self.chan as *const Chan<T> as usize
+    }
+
+    fn lock(&self) {
+        self.chan.raw_lock().lock();
+    }
+
+    unsafe fn unlock(&self) {
+        // SAFETY: the caller's contract: we hold it.
+        unsafe { self.chan.raw_lock().unlock() };
+    }
+
+    unsafe fn try_now(&self, cx: &mut Ctx) -> bool {
+        // SAFETY: the lock is held (caller's contract).
+        let st = unsafe { self.chan.state_locked() };
+        match self.chan.try_recv_locked(st) {
+            Ok((v, wake)) => {
+                self.result.set(Some(Ok(v)));
+                cx.wake = wake;
+                true
+            }
+            Err(super::TryRecvError::Closed) => {
+                self.result.set(Some(Err(RecvError)));
+                true
+            }
+            Err(super::TryRecvError::Empty) => false,
+        }
+    }
+
+    unsafe fn register(&self, cx: &Ctx, index: u32) {
+        // SAFETY: set by `select` to a claim that outlives this registration.
+        self.sudog.bind(unsafe { &*cx.claim }, index);
+        // SAFETY: the lock is held (caller's contract).
+        unsafe { self.chan.state_locked() }.recvq.push(&self.sudog);
+    }
+
+    unsafe fn unregister(&self) {
+        // SAFETY: the lock is held (caller's contract).
+        unsafe { self.chan.state_locked() }.recvq.remove(&self.sudog);
+    }
+
+    fn finish_woken(&self) {
+        self.result.set(Some(self.sudog.take().ok_or(RecvError)));
+    }
+
+    fn mark_selected(&self) {
+        self.selected.set(true);
+    }
+}
+
+/// A `send(tx, value) -> res` arm.
+#[doc(hidden)]
+pub struct SendCase<'a, T> {
+    chan: &'a Chan<T>,
+    sudog: Sudog<T>,
+    result: Cell<Option<Result<(), SendError<T>>>>,
+    selected: Cell<bool>,
+}
+
+impl<'a, T> SendCase<'a, T> {
+    pub fn new(tx: &'a Sender<T>, value: T) -> Self {
+        SendCase {
+            chan: &tx.chan,
+            sudog: Sudog::new(Some(value)),
+            result: Cell::new(None),
+            selected: Cell::new(false),
+        }
+    }
+
+    pub fn is_selected(&self) -> bool {
+        self.selected.get()
+    }
+
+    pub fn take(&self) -> Result<(), SendError<T>> {
+        self.result.take().expect("select: the selected case has a result")
+    }
+}
+
+impl<T> Case for SendCase<'_, T> {
+    fn addr(&self) -> usize {
+        self.chan as *const Chan<T> as usize
+    }
+
+    fn lock(&self) {
+        self.chan.raw_lock().lock();
+    }
+
+    unsafe fn unlock(&self) {
+        // SAFETY: the caller's contract: we hold it.
+        unsafe { self.chan.raw_lock().unlock() };
+    }
+
+    unsafe fn try_now(&self, cx: &mut Ctx) -> bool {
+        // SAFETY: the lock is held (caller's contract).
+        let st = unsafe { self.chan.state_locked() };
+        let v = self.sudog.take().expect("send case holds its value until it runs");
+        match self.chan.try_send_locked(st, v) {
+            Ok(wake) => {
+                self.result.set(Some(Ok(())));
+                cx.wake = wake;
+                true
+            }
+            Err(super::TrySendError::Closed(v)) => {
+                self.result.set(Some(Err(SendError(v))));
+                true
+            }
+            Err(super::TrySendError::Full(v)) => {
+                self.sudog.put(v);
+                false
+            }
+        }
+    }
+
+    unsafe fn register(&self, cx: &Ctx, index: u32) {
+        // SAFETY: set by `select` to a claim that outlives this registration.
+        self.sudog.bind(unsafe { &*cx.claim }, index);
+        // SAFETY: the lock is held (caller's contract).
+        unsafe { self.chan.state_locked() }.sendq.push(&self.sudog);
+    }
+
+    unsafe fn unregister(&self) {
+        // SAFETY: the lock is held (caller's contract).
+        unsafe { self.chan.state_locked() }.sendq.remove(&self.sudog);
+    }
+
+    fn finish_woken(&self) {
+        let r = if self.sudog.success() {
+            Ok(())
+        } else {
+            Err(SendError(self.sudog.take().expect("an unsent value comes back")))
+        };
+        self.result.set(Some(r));
+    }
+
+    fn mark_selected(&self) {
+        self.selected.set(true);
+    }
+}
+
+/// The channels of a select, locked in address order; unlocks all on drop (which,
+/// when parking, happens on the scheduler side after the switch).
+struct LockSet<'a> {
+    /// One case per distinct channel, in address order.
+    cases: Vec<&'a dyn Case>,
+}
+
+impl<'a> LockSet<'a> {
+    fn lock(cases: &[&'a dyn Case]) -> Self {
+        let mut order: Vec<&'a dyn Case> = cases.to_vec();
+        order.sort_by_key(|c| c.addr());
+        order.dedup_by_key(|c| c.addr());
+        for c in &order {
+            c.lock();
+        }
+        LockSet { cases: order }
+    }
+}
+
+impl Drop for LockSet<'_> {
+    fn drop(&mut self) {
+        for c in self.cases.iter().rev() {
+            // SAFETY: `lock` took each of these once.
+            unsafe { c.unlock() };
+        }
+    }
+}
+
+/// Runs a select over `cases`: returns with exactly one case marked selected, or
+/// none if `has_default` and nothing was ready. See the module docs.
+#[doc(hidden)]
+pub fn select(cases: &[&dyn Case], has_default: bool) {
+    if cases.is_empty() {
+        if has_default {
+            return;
+        }
+        select_forever();
+    }
+    let poll = poll_order(cases.len());
+    let locks = LockSet::lock(cases);
+    let mut cx = Ctx {
+        wake: None,
+        claim: std::ptr::null(),
+    };
+    for &i in &poll {
+        // SAFETY: every case's channel is locked.
+        if unsafe { cases[i].try_now(&mut cx) } {
+            drop(locks);
+            wake_one(cx.wake);
+            cases[i].mark_selected();
+            return;
+        }
+    }
+    if has_default {
+        return;
+    }
+    let parker = Parker::new();
+    let claim = Claim::new(parker.waiter());
+    cx.claim = &claim;
+    for (i, c) in cases.iter().enumerate() {
+        // SAFETY: locked; `claim` lives in this frame until every sudog is out.
+        unsafe { c.register(&cx, i as u32) };
+    }
+    parker.park(WaitReason::Select, locks);
+    let won = claim.winner() as usize;
+    let locks = LockSet::lock(cases);
+    for (i, c) in cases.iter().enumerate() {
+        if i != won {
+            // SAFETY: every case's channel is locked.
+            unsafe { c.unregister() };
+        }
+    }
+    drop(locks);
+    cases[won].finish_woken();
+    cases[won].mark_selected();
+}
+
+/// `select! {}`: blocks forever (Go's `select {}`).
+#[doc(hidden)]
+pub fn select_forever() -> ! {
+    loop {
+        Parker::new().park(WaitReason::SelectNoCases, ());
+    }
+}
+
+/// A random permutation of `0..n` (Fisher–Yates on a per-thread xorshift), so
+/// ready cases are chosen uniformly.
+fn poll_order(n: usize) -> Vec<usize> {
+    thread_local! {
+        static RNG: Cell<u64> = const { Cell::new(0) };
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    RNG.with(|r| {
+        let mut x = r.get();
+        if x == 0 {
+            // Seed from the thread's stack address and the clock.
+            x = (&x as *const u64 as u64)
+                ^ std::time::Instant::now().elapsed().as_nanos() as u64
+                ^ 0x9E37_79B9_7F4A_7C15;
+        }
+        for i in (1..n).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let j = (x % (i as u64 + 1)) as usize;
+            order.swap(i, j);
+        }
+        r.set(x);
+    });
+    order
+}
+
+/// Waits on several channel operations at once and runs the arm of the one that
+/// completes (Go's `select`).
+///
+/// ```
+/// use goro::chan;
+/// use std::time::Duration;
+///
+/// let (tx, rx) = chan::bounded::<i32>(1);
+/// let (tx2, _rx2) = chan::bounded::<&str>(0);
+/// tx.send(7).unwrap();
+/// let got = goro::select! {
+///     recv(rx) -> msg => msg.unwrap(),
+///     send(tx2, "hi") -> _res => -1,
+///     recv(goro::time::after(Duration::from_millis(50))) -> _ => -2,
+/// };
+/// assert_eq!(got, 7);
+/// ```
+///
+/// Arms: `recv(receiver) -> pattern => body`, `send(sender, value) -> pattern =>
+/// body`, and an optional `default => body`, which makes the select non-blocking.
+/// The pattern binds `Result<T, RecvError>` for `recv` and
+/// `Result<(), SendError<T>>` for `send`. Every operand is evaluated once, in
+/// source order, before anything blocks; operands are borrowed for the select's
+/// duration, so temporaries such as `goro::time::after(d)` work. When several arms
+/// are ready one is picked uniformly at random. Bodies run inline. `select! {}`
+/// blocks forever. Use `goro::chan::never()` to switch an arm off.
+#[macro_export]
+macro_rules! select {
+    () => {
+        $crate::chan::__private::select_forever()
+    };
+    ($($tokens:tt)+) => {{
+        $crate::__select_parse! { [] () $($tokens)+ }
+    }};
+}
+
+/// Parses `select!` arms into `(kind (operands) (pattern) { body })` items.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_parse {
+    // recv
+    ([$($c:tt)*] $d:tt recv($r:expr) -> $p:pat => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse! { [$($c)* (recv ($r) ($p) $body)] $d $($rest)* }
+    };
+    ([$($c:tt)*] $d:tt recv($r:expr) -> $p:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_parse! { [$($c)* (recv ($r) ($p) $body)] $d $($rest)* }
+    };
+    ([$($c:tt)*] $d:tt recv($r:expr) -> $p:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse! { [$($c)* (recv ($r) ($p) { $body })] $d $($rest)* }
+    };
+    ([$($c:tt)*] $d:tt recv($r:expr) -> $p:pat => $body:expr) => {
+        $crate::__select_parse! { [$($c)* (recv ($r) ($p) { $body })] $d }
+    };
+    // send
+    ([$($c:tt)*] $d:tt send($s:expr, $v:expr) -> $p:pat => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse! { [$($c)* (send ($s, $v) ($p) $body)] $d $($rest)* }
+    };
+    ([$($c:tt)*] $d:tt send($s:expr, $v:expr) -> $p:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_parse! { [$($c)* (send ($s, $v) ($p) $body)] $d $($rest)* }
+    };
+    ([$($c:tt)*] $d:tt send($s:expr, $v:expr) -> $p:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse! { [$($c)* (send ($s, $v) ($p) { $body })] $d $($rest)* }
+    };
+    ([$($c:tt)*] $d:tt send($s:expr, $v:expr) -> $p:pat => $body:expr) => {
+        $crate::__select_parse! { [$($c)* (send ($s, $v) ($p) { $body })] $d }
+    };
+    // default (at most one)
+    ([$($c:tt)*] () default => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse! { [$($c)*] ($body) $($rest)* }
+    };
+    ([$($c:tt)*] () default => $body:block $($rest:tt)*) => {
+        $crate::__select_parse! { [$($c)*] ($body) $($rest)* }
+    };
+    ([$($c:tt)*] () default => $body:expr, $($rest:tt)*) => {
+        $crate::__select_parse! { [$($c)*] ({ $body }) $($rest)* }
+    };
+    ([$($c:tt)*] () default => $body:expr) => {
+        $crate::__select_parse! { [$($c)*] ({ $body }) }
+    };
+    ([$($c:tt)*] ($($d:tt)+) default $($rest:tt)*) => {
+        ::core::compile_error!("select!: more than one `default` arm")
+    };
+    // done
+    ([$($c:tt)*] $d:tt) => {
+        $crate::__select_bind! { [] $d $($c)* }
+    };
+    ([$($c:tt)*] $d:tt $($rest:tt)+) => {
+        ::core::compile_error!(::core::concat!(
+            "select!: expected `recv(rx) -> pat => body`, `send(tx, value) -> pat => body` or `default => body`, found: ",
+            ::core::stringify!($($rest)+)
+        ))
+    };
+}
+
+/// Binds each arm's operands and case object in source order (each level's
+/// `__case` is a distinct hygienic binding), then runs the select and the winner.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_bind {
+    ([$($bound:tt)*] $d:tt (recv ($r:expr) ($p:pat) $body:tt) $($rest:tt)*) => {
+        let __op = &$r;
+        let __case = $crate::chan::__private::RecvCase::new(__op);
+        $crate::__select_bind! { [$($bound)* (__case ($p) $body)] $d $($rest)* }
+    };
+    ([$($bound:tt)*] $d:tt (send ($s:expr, $v:expr) ($p:pat) $body:tt) $($rest:tt)*) => {
+        let __op = &$s;
+        let __case = $crate::chan::__private::SendCase::new(__op, $v);
+        $crate::__select_bind! { [$($bound)* (__case ($p) $body)] $d $($rest)* }
+    };
+    ([$(($case:ident ($p:pat) $body:tt))*] ()) => {
+        $crate::chan::__private::select(&[$(&$case as &dyn $crate::chan::__private::Case),*], false);
+        $( if $case.is_selected() { let $p = $case.take(); $body } else )* {
+            ::core::unreachable!("select!: no arm was selected")
+        }
+    };
+    ([$(($case:ident ($p:pat) $body:tt))*] ($default:tt)) => {
+        $crate::chan::__private::select(&[$(&$case as &dyn $crate::chan::__private::Case),*], true);
+        $( if $case.is_selected() { let $p = $case.take(); $body } else )* $default
+    };
+}

@@ -1,0 +1,160 @@
+//! Sudogs and wait queues (Go's `sudog` and `waitq`): how blocked operations wait
+//! on a channel or a `goro::sync` primitive.
+//!
+//! A [`Sudog`] is one waiting operation on one wait record: which wait it belongs
+//! to (a [`Claim`], shared by all cases of a `select!`), which case it is, and a
+//! slot for a value (a sender's offer, where a receiver's value is put, or a sync
+//! waiter's arrival time). It lives on the waiter's own stack (a parked G's stack
+//! stays put), so blocking allocates nothing. "The lock" below is the lock of the
+//! record the queue belongs to (a channel's, a mutex's wait list's, ...).
+//!
+//! # Invariants
+//! - A sudog is in a queue only while its owner is blocked in that operation. The
+//!   owner does not return before it is out of every queue: the party that claims
+//!   it pops it; the owner removes the rest itself, under each channel's lock.
+//! - Queues and sudogs are touched only under the channel's lock. A party holding
+//!   the lock may therefore dereference any queued sudog: its owner, to return,
+//!   would first need that same lock.
+//! - Only the claimer writes the slot and `success`, under the lock, before it
+//!   wakes the owner; it never touches the sudog after the wake.
+
+use crate::runtime::park::{Claim, Waiter};
+use std::cell::{Cell, UnsafeCell};
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+
+/// One blocked operation on one channel.
+pub(crate) struct Sudog<T> {
+    claim: Cell<*const Claim>,
+    case: Cell<u32>,
+    slot: UnsafeCell<Option<T>>,
+    /// Set by the claimer: true if a value moved, false if woken by a close.
+    success: Cell<bool>,
+}
+
+impl<T> Sudog<T> {
+    /// A sudog offering `value` (a send) or waiting for one (`None`, a receive).
+    pub(crate) fn new(value: Option<T>) -> Self {
+        Sudog {
+            claim: Cell::new(std::ptr::null()),
+            case: Cell::new(0),
+            slot: UnsafeCell::new(value),
+            success: Cell::new(false),
+        }
+    }
+
+    /// Ties the sudog to a wait before it is queued.
+    pub(crate) fn bind(&self, claim: &Claim, case: u32) {
+        self.claim.set(claim);
+        self.case.set(case);
+    }
+
+    /// The owner, once woken (or never queued): the slot's value.
+    pub(crate) fn take(&self) -> Option<T> {
+        // SAFETY: the sudog is out of every queue (module invariants), so only its
+        // owner, the caller, can reach it.
+        unsafe { (*self.slot.get()).take() }
+    }
+
+    /// The owner, before queueing: puts a value back into the slot.
+    pub(crate) fn put(&self, value: T) {
+        // SAFETY: as in `take`.
+        unsafe { *self.slot.get() = Some(value) };
+    }
+
+    pub(crate) fn success(&self) -> bool {
+        self.success.get()
+    }
+}
+
+/// A sudog this caller claimed: it may fill or empty the slot, then must call
+/// [`Claimed::finish`] and, after releasing the channel lock, wake the waiter.
+pub(crate) struct Claimed<T> {
+    sudog: NonNull<Sudog<T>>,
+    waiter: Waiter,
+}
+
+impl<T> Claimed<T> {
+    /// Moves the value out of a claimed sender's slot.
+    pub(crate) fn take(&self) -> T {
+        // SAFETY: claimed under the channel lock, which the caller still holds; the
+        // owner stays parked until we wake it.
+        unsafe {
+            (*(*self.sudog.as_ptr()).slot.get())
+                .take()
+                .expect("a sending sudog carries its value")
+        }
+    }
+
+    /// Hands a value to a claimed receiver.
+    pub(crate) fn give(&self, v: T) {
+        // SAFETY: as in `take`.
+        unsafe { *(*self.sudog.as_ptr()).slot.get() = Some(v) };
+    }
+
+    /// Reads the claimed waiter's slot without taking it.
+    pub(crate) fn peek<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
+        // SAFETY: as in `take`.
+        f(unsafe { (*(*self.sudog.as_ptr()).slot.get()).as_ref() })
+    }
+
+    /// Records the outcome; returns the waiter to wake once the lock is released.
+    pub(crate) fn finish(self, success: bool) -> Waiter {
+        // SAFETY: as in `take`; this is our last touch of the sudog.
+        unsafe { self.sudog.as_ref() }.success.set(success);
+        self.waiter
+    }
+}
+
+/// A FIFO of blocked operations.
+pub(crate) struct WaitQueue<T> {
+    q: VecDeque<NonNull<Sudog<T>>>,
+}
+
+impl<T> WaitQueue<T> {
+    pub(crate) const fn new() -> Self {
+        WaitQueue { q: VecDeque::new() }
+    }
+
+    /// Queues `sg`; the caller keeps it alive until it is out of the queue.
+    pub(crate) fn push(&mut self, sg: &Sudog<T>) {
+        self.q.push_back(NonNull::from(sg));
+    }
+
+    /// Queues `sg` at the head (a waiter that was woken but lost the race).
+    pub(crate) fn push_front(&mut self, sg: &Sudog<T>) {
+        self.q.push_front(NonNull::from(sg));
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+
+    /// Takes the oldest waiter whose wait we manage to claim; waiters whose wait
+    /// was already ended by someone else are dropped from the queue on the way
+    /// (their owners no longer wait here).
+    pub(crate) fn pop_claimed(&mut self) -> Option<Claimed<T>> {
+        while let Some(sg) = self.q.pop_front() {
+            // SAFETY: queued sudogs are alive while we hold the channel lock.
+            let s = unsafe { sg.as_ref() };
+            // SAFETY: the claim outlives its queued sudogs (it sits beside them in
+            // the owner's frame, or in an Arc the owner holds).
+            let claim = unsafe { &*s.claim.get() };
+            if claim.try_claim(s.case.get()) {
+                return Some(Claimed {
+                    sudog: sg,
+                    waiter: claim.waiter(),
+                });
+            }
+        }
+        None
+    }
+
+    /// Removes `sg` if it is still queued (its owner is leaving).
+    pub(crate) fn remove(&mut self, sg: &Sudog<T>) {
+        let p = NonNull::from(sg);
+        if let Some(i) = self.q.iter().position(|&x| x == p) {
+            self.q.remove(i);
+        }
+    }
+}

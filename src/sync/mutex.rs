@@ -1,0 +1,229 @@
+//! `Mutex<T>`: a lock that parks goroutines (Go's `sync.Mutex`), with a value
+//! inside as std's.
+//!
+//! # Protocol
+//! `state` holds `LOCKED` and `WAITERS`. Locking is one CAS when free; after a
+//! short spin, a locker sets `WAITERS` under the wait list's lock, queues itself and
+//! parks. Unlocking is one CAS (`LOCKED` -> 0) while nobody waits; otherwise the
+//! unlocker pops the head waiter and either
+//! - lets it compete (clears `LOCKED`, wakes it: normal mode, in which a running G
+//!   that arrives first may take the lock: good for throughput), or
+//! - hands the lock over (keeps `LOCKED`, the woken waiter owns it), once the head
+//!   has waited more than 1 ms: Go's starvation mode, so no waiter waits forever.
+//!
+//! A waiter that was woken to compete and lost goes back to the head of the queue
+//! with its original arrival time, so it soon qualifies for a hand-over.
+//!
+//! No poisoning (Go has none): a guard dropped by a panic unlocks.
+//!
+//! Orderings: acquiring `LOCKED` is an `Acquire` CAS, releasing it `Release`; a
+//! hand-over passes the lock through the wait list's lock and the wake-up.
+
+use super::guarded::{wait_in, Guarded};
+use crate::runtime::g::WaitReason;
+use crate::runtime::waitq::WaitQueue;
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+const LOCKED: u32 = 1;
+const WAITERS: u32 = 2;
+/// Hand the lock to a waiter that has waited this long (Go's starvation threshold).
+const STARVATION: Duration = Duration::from_millis(1);
+/// CAS attempts before queueing (Go spins a few times on multicore machines).
+const SPINS: u32 = 32;
+
+/// A mutual exclusion lock for goroutines. Blocked lockers park (from a plain thread:
+/// block) and queue first come, first served.
+///
+/// ```
+/// use std::sync::Arc;
+/// let m = Arc::new(goro::sync::Mutex::new(0));
+/// let hs: Vec<_> = (0..10)
+///     .map(|_| {
+///         let m = m.clone();
+///         goro::go!(move || *m.lock() += 1)
+///     })
+///     .collect();
+/// hs.into_iter().for_each(|h| h.join().unwrap());
+/// assert_eq!(*m.lock(), 10);
+/// ```
+pub struct Mutex<T: ?Sized> {
+    state: AtomicU32,
+    /// Parked lockers, each carrying its first arrival time.
+    waiters: Guarded<WaitQueue<Instant>>,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the lock serialises access to `data`; T moves between threads with it.
+unsafe impl<T: ?Sized + Send> Send for Mutex<T> {}
+// SAFETY: as std's Mutex: sharing the mutex shares `&mut T` one holder at a time.
+unsafe impl<T: ?Sized + Send> Sync for Mutex<T> {}
+
+/// Access to a locked [`Mutex`]'s value; unlocks on drop.
+pub struct MutexGuard<'a, T: ?Sized> {
+    mutex: &'a Mutex<T>,
+}
+
+// SAFETY: like std's guard: sharing the guard shares `&T`.
+unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
+
+impl<T> Mutex<T> {
+    /// An unlocked mutex holding `value`.
+    pub const fn new(value: T) -> Self {
+        Mutex {
+            state: AtomicU32::new(0),
+            waiters: Guarded::new(WaitQueue::new()),
+            data: UnsafeCell::new(value),
+        }
+    }
+
+    /// The value, consuming the mutex.
+    pub fn into_inner(self) -> T {
+        self.data.into_inner()
+    }
+}
+
+impl<T: ?Sized> Mutex<T> {
+    /// Locks, parking the goroutine (or blocking the thread) while another holds it.
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        if !self.try_acquire() {
+            self.lock_slow();
+        }
+        MutexGuard { mutex: self }
+    }
+
+    /// Locks if the mutex is free right now.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        self.try_acquire().then_some(MutexGuard { mutex: self })
+    }
+
+    /// Mutable access without locking: `&mut self` proves nobody else holds it.
+    pub fn get_mut(&mut self) -> &mut T {
+        self.data.get_mut()
+    }
+
+    /// One attempt at taking `LOCKED`, whatever the `WAITERS` bit says (barging).
+    fn try_acquire(&self) -> bool {
+        let s = self.state.load(Ordering::Relaxed);
+        s & LOCKED == 0
+            && self
+                .state
+                .compare_exchange(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    #[cold]
+    fn lock_slow(&self) {
+        for _ in 0..SPINS {
+            std::hint::spin_loop();
+            if self.try_acquire() {
+                return;
+            }
+        }
+        let arrived = Instant::now();
+        let mut requeue = false;
+        loop {
+            let q = self.waiters.lock();
+            self.state.fetch_or(WAITERS, Ordering::Relaxed);
+            // Re-check with WAITERS set: an unlock that came before will not look
+            // at the queue, so we must not sleep through it.
+            if self.try_acquire() {
+                return;
+            }
+            if wait_in(q, WaitReason::SyncMutexLock, Some(arrived), requeue, |q| q) {
+                return; // handed over: we own it
+            }
+            if self.try_acquire() {
+                return;
+            }
+            requeue = true;
+        }
+    }
+
+    fn unlock(&self) {
+        if self
+            .state
+            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+        let mut q = self.waiters.lock();
+        let Some(head) = q.pop_claimed() else {
+            // WAITERS was stale: nobody queued.
+            self.state.store(0, Ordering::Release);
+            return;
+        };
+        if q.is_empty() {
+            self.state.fetch_and(!WAITERS, Ordering::Relaxed);
+        }
+        let starving = head.peek(|arrived| arrived.is_some_and(|t| t.elapsed() >= STARVATION));
+        if !starving {
+            self.state.fetch_and(!LOCKED, Ordering::Release);
+        }
+        let waiter = head.finish(starving);
+        drop(q);
+        waiter.wake();
+    }
+}
+
+impl<T: Default> Default for Mutex<T> {
+    fn default() -> Self {
+        Mutex::new(T::default())
+    }
+}
+
+impl<T> From<T> for Mutex<T> {
+    fn from(v: T) -> Self {
+        Mutex::new(v)
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.try_lock() {
+            Some(g) => f.debug_struct("Mutex").field("data", &&*g).finish(),
+            None => f
+                .debug_struct("Mutex")
+                .field("data", &format_args!("<locked>"))
+                .finish(),
+        }
+    }
+}
+
+impl<'a, T: ?Sized> MutexGuard<'a, T> {
+    /// The mutex this guard locks (for `Condvar`).
+    pub(crate) fn mutex(&self) -> &'a Mutex<T> {
+        self.mutex
+    }
+}
+
+impl<T: ?Sized> Deref for MutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the lock.
+        unsafe { &*self.mutex.data.get() }
+    }
+}
+
+impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard holds the lock, and `&mut self` is unique.
+        unsafe { &mut *self.mutex.data.get() }
+    }
+}
+
+impl<T: ?Sized> Drop for MutexGuard<'_, T> {
+    fn drop(&mut self) {
+        self.mutex.unlock();
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
