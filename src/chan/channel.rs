@@ -314,3 +314,88 @@ pub(crate) fn wake_one(wake: Wake) {
         w.wake();
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::chan::bounded;
+
+    /// Parked senders and receivers on `chan`.
+    fn waiting<T>(c: &Chan<T>) -> (usize, usize) {
+        let mut l = c.lock();
+        let st = l.st();
+        (st.sendq.len(), st.recvq.len())
+    }
+
+    #[test]
+    fn blocked_senders_and_receivers_are_served_fifo() {
+        let (tx, rx) = bounded::<usize>(0);
+        let mut hs = Vec::new();
+        for i in 0..10 {
+            let tx = tx.clone();
+            hs.push(crate::spawn(move || tx.send(i).unwrap()));
+            while waiting(&rx.chan).0 < i + 1 {
+                crate::yield_now();
+            }
+        }
+        let got: Vec<usize> = (0..10).map(|_| rx.recv().unwrap()).collect();
+        assert_eq!(got, (0..10).collect::<Vec<_>>());
+        hs.into_iter().for_each(|h| h.join().unwrap());
+
+        let mut hs = Vec::new();
+        for i in 0..10 {
+            let rx = rx.clone();
+            hs.push(crate::spawn(move || (i, rx.recv().unwrap())));
+            while waiting(&tx.chan).1 < i + 1 {
+                crate::yield_now();
+            }
+        }
+        (0..10).for_each(|v| tx.send(v).unwrap());
+        for h in hs {
+            let (i, v) = h.join().unwrap();
+            assert_eq!(i, v, "receiver {i} got value {v}: not FIFO");
+        }
+    }
+
+    #[test]
+    fn close_wakes_parked_senders_and_receivers() {
+        let (tx, rx) = bounded::<u32>(0);
+        let recv: Vec<_> = (0..3)
+            .map(|_| {
+                let rx = rx.clone();
+                crate::spawn(move || rx.recv())
+            })
+            .collect();
+        while waiting(&rx.chan).1 < 3 {
+            crate::yield_now();
+        }
+        let (stx, srx) = bounded::<u32>(0);
+        let send: Vec<_> = (0..3)
+            .map(|i| {
+                let stx = stx.clone();
+                crate::spawn(move || stx.send(i))
+            })
+            .collect();
+        while waiting(&srx.chan).0 < 3 {
+            crate::yield_now();
+        }
+        tx.close();
+        srx.close();
+        for h in recv {
+            assert_eq!(h.join().unwrap(), Err(RecvError));
+        }
+        for (i, h) in send.into_iter().enumerate() {
+            assert_eq!(h.join().unwrap(), Err(SendError(i as u32)));
+        }
+    }
+
+    #[test]
+    fn timed_out_waiters_leave_the_queue() {
+        let (tx, rx) = bounded::<u8>(0);
+        for _ in 0..100 {
+            assert!(rx.recv_timeout(Duration::from_micros(50)).is_err());
+            assert!(tx.send_timeout(1, Duration::from_micros(50)).is_err());
+        }
+        assert_eq!(waiting(&rx.chan), (0, 0));
+    }
+}

@@ -467,3 +467,26 @@ macro_rules! __select_bind {
         $( if $case.is_selected() { let $p = $case.take(); $body } else )* $default
     };
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::chan::bounded;
+
+    /// Losing arms take their sudogs out: a select loop over a quiet channel
+    /// leaves nothing queued on it.
+    #[test]
+    fn losing_arms_leave_no_waiter_behind() {
+        let (_quiet_tx, quiet_rx) = bounded::<i32>(0);
+        let (busy_tx, busy_rx) = bounded::<i32>(0);
+        let h = crate::spawn(move || (0..5000).for_each(|i| busy_tx.send(i).unwrap()));
+        for _ in 0..5000 {
+            crate::select! {
+                recv(quiet_rx) -> _ => unreachable!(),
+                recv(busy_rx) -> v => { v.unwrap(); },
+            }
+        }
+        h.join().unwrap();
+        let mut l = quiet_rx.chan.lock();
+        assert_eq!(l.st().recvq.len(), 0, "stale select waiters left on the quiet channel");
+    }
+}

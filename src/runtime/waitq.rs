@@ -111,6 +111,11 @@ pub(crate) struct WaitQueue<T> {
     q: VecDeque<NonNull<Sudog<T>>>,
 }
 
+// SAFETY: the queue is only touched under the lock of the record it belongs to
+// (module invariants), which orders every access to the queued sudogs across
+// threads; the values in their slots move between threads, hence T: Send.
+unsafe impl<T: Send> Send for WaitQueue<T> {}
+
 impl<T> WaitQueue<T> {
     pub(crate) const fn new() -> Self {
         WaitQueue { q: VecDeque::new() }
@@ -128,6 +133,12 @@ impl<T> WaitQueue<T> {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.q.is_empty()
+    }
+
+    /// Queued sudogs, including any whose wait already ended elsewhere.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.q.len()
     }
 
     /// Takes the oldest waiter whose wait we manage to claim; waiters whose wait

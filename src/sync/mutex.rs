@@ -97,7 +97,7 @@ impl<T: ?Sized> Mutex<T> {
 
     /// Locks if the mutex is free right now.
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.try_acquire().then_some(MutexGuard { mutex: self })
+        self.try_acquire().then(|| MutexGuard { mutex: self })
     }
 
     /// Mutable access without locking: `&mut self` proves nobody else holds it.

@@ -15,12 +15,16 @@
 //! `after` timer whose receivers are all gone is dead too, and compaction drops it
 //! from the heap (Go 1.23 collects unreferenced timers).
 //!
-//! Lock order: timer state, then the channel's lock.
+//! Lock order: timer state, then the channel's lock, then a P's timer heap.
+//! Heap compaction asks timers whether they are live while holding the heap's
+//! lock, so that check must not take the timer's state lock: it reads `armed`, an
+//! atomic mirror of the armed generation kept in step under the state lock.
 
 use crate::chan::{self, Receiver, Sender};
 use crate::runtime::sched::sched;
 use crate::runtime::timers::{add_timer, Action, Fire};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -44,6 +48,9 @@ struct State {
 
 struct Inner {
     state: Mutex<State>,
+    /// The generation that is armed and will fire, or 0: `State::seq` while
+    /// `State::active`. Written under the state lock, read without it.
+    armed: AtomicU64,
     kind: Kind,
 }
 
@@ -56,8 +63,14 @@ impl Inner {
                 when: 0,
                 period,
             }),
+            armed: AtomicU64::new(0),
             kind,
         })
+    }
+
+    /// Keeps `armed` in step with the state; call after changing `seq`/`active`.
+    fn publish(&self, st: &State) {
+        self.armed.store(if st.active { st.seq } else { 0 }, Ordering::Release);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -74,7 +87,10 @@ impl Inner {
         if let Some(when) = when {
             st.active = true;
             st.when = when;
+            self.publish(st);
             add_timer(when, Action::Fire(self.clone(), st.seq));
+        } else {
+            self.publish(st);
         }
     }
 
@@ -84,6 +100,7 @@ impl Inner {
         let was_active = st.active;
         st.seq += 1;
         st.active = false;
+        self.publish(st);
         let unreceived = match &self.kind {
             Kind::Send(tx) => drain(tx),
             Kind::Func(_) => false,
@@ -107,10 +124,10 @@ impl Fire for Inner {
             Kind::Send(tx) => {
                 // A full channel means the receiver is behind: drop this tick.
                 let _ = tx.try_send(Instant::now());
-                if st.period == 0 {
+                if st.period == 0 || !tx.has_receivers() {
+                    // One-shot, or a `tick` whose receivers are all gone.
                     st.active = false;
-                } else if !tx.has_receivers() {
-                    st.active = false; // `tick` with every receiver gone
+                    self.publish(&st);
                 } else {
                     // Next tick on the period grid, skipping any we are late for.
                     let late = now.saturating_sub(st.when);
@@ -120,6 +137,7 @@ impl Fire for Inner {
             }
             Kind::Func(f) => {
                 st.active = false;
+                self.publish(&st);
                 let f = f.clone();
                 drop(st);
                 drop(crate::spawn(move || f()));
@@ -128,9 +146,7 @@ impl Fire for Inner {
     }
 
     fn is_live(&self, seq: u64) -> bool {
-        let st = self.lock();
-        st.seq == seq
-            && st.active
+        self.armed.load(Ordering::Acquire) == seq
             && match &self.kind {
                 Kind::Send(tx) => tx.has_receivers(),
                 Kind::Func(_) => true,

@@ -1,0 +1,329 @@
+//! `goro::sync`, after Go's sync tests: Mutex (contention, fairness, panics,
+//! threads and goroutines mixed), RwLock (shared readers, writers not starved),
+//! Condvar (no lost or spurious wake-ups, timeouts), Semaphore, WaitGroup (reuse,
+//! negative counter), Once (concurrent callers, panics).
+
+mod common;
+
+use goro::go;
+use goro::sync::{Condvar, Mutex, Once, RwLock, Semaphore, WaitGroup};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[test]
+fn mutex_counts_correctly_under_contention_from_gs_and_threads() {
+    let _w = common::watchdog("mutex contention", Duration::from_secs(60));
+    let m = Arc::new(Mutex::new(0u64));
+    let gs: Vec<_> = (0..16)
+        .map(|_| {
+            let m = m.clone();
+            go!(move || {
+                for i in 0..2000 {
+                    *m.lock() += 1;
+                    if i % 100 == 0 {
+                        goro::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    let ts: Vec<_> = (0..2)
+        .map(|_| {
+            let m = m.clone();
+            std::thread::spawn(move || (0..2000).for_each(|_| *m.lock() += 1))
+        })
+        .collect();
+    gs.into_iter().for_each(|h| h.join().unwrap());
+    ts.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(*m.lock(), 18 * 2000);
+}
+
+/// Go's TestMutexFairness: a G that holds the lock almost all the time must not
+/// starve another that wants it.
+#[test]
+fn mutex_fairness() {
+    let _w = common::watchdog("mutex fairness", Duration::from_secs(30));
+    let mu = Arc::new(Mutex::new(()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let hog = {
+        let (mu, stop) = (mu.clone(), stop.clone());
+        go!(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let g = mu.lock();
+                goro::time::sleep(Duration::from_micros(100));
+                drop(g);
+            }
+        })
+    };
+    let t = Instant::now();
+    let waiter = {
+        let mu = mu.clone();
+        go!(move || {
+            for _ in 0..10 {
+                goro::time::sleep(Duration::from_micros(100));
+                drop(mu.lock());
+            }
+        })
+    };
+    waiter.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    hog.join().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "starved for {:?}", t.elapsed());
+}
+
+#[test]
+fn a_panic_while_holding_a_lock_releases_it() {
+    let m = Arc::new(Mutex::new(1));
+    let m2 = m.clone();
+    let r = go!(move || {
+        let _g = m2.lock();
+        panic!("while locked");
+    })
+    .join();
+    assert!(r.is_err());
+    assert_eq!(*m.try_lock().expect("unlocked by the panic"), 1, "no poisoning");
+    let l = Arc::new(RwLock::new(0));
+    let l2 = l.clone();
+    assert!(go!(move || {
+        let _g = l2.write();
+        panic!("while writing");
+    })
+    .join()
+    .is_err());
+    assert!(l.try_write().is_some());
+}
+
+#[test]
+fn mutex_try_lock_and_debug() {
+    let m = Mutex::new(5);
+    let g = m.lock();
+    assert!(m.try_lock().is_none());
+    assert_eq!(format!("{m:?}"), "Mutex { data: <locked> }");
+    drop(g);
+    assert_eq!(format!("{m:?}"), "Mutex { data: 5 }");
+    assert_eq!(m.into_inner(), 5);
+}
+
+#[test]
+fn rwlock_readers_share_and_writers_exclude() {
+    let l = Arc::new(RwLock::new(0));
+    let r1 = l.read();
+    let r2 = l.read();
+    assert!(l.try_write().is_none());
+    drop((r1, r2));
+    let w = l.write();
+    assert!(l.try_read().is_none());
+    drop(w);
+    // Readers in several goroutines hold the lock at the same time.
+    let inside = Arc::new(AtomicUsize::new(0));
+    let max = Arc::new(AtomicUsize::new(0));
+    let hs: Vec<_> = (0..4)
+        .map(|_| {
+            let (l, inside, max) = (l.clone(), inside.clone(), max.clone());
+            go!(move || {
+                let _r = l.read();
+                let n = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                max.fetch_max(n, Ordering::SeqCst);
+                while inside.load(Ordering::SeqCst) < 4 && max.load(Ordering::SeqCst) < 4 {
+                    goro::yield_now();
+                }
+                inside.fetch_sub(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(max.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn rwlock_writer_is_not_starved_by_readers() {
+    let _w = common::watchdog("rwlock writer starvation", Duration::from_secs(30));
+    let l = Arc::new(RwLock::new(0u64));
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let (l, stop) = (l.clone(), stop.clone());
+            go!(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _r = l.read();
+                    goro::yield_now(); // hold it across a switch: readers overlap
+                }
+            })
+        })
+        .collect();
+    for _ in 0..100 {
+        *l.write() += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    readers.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(*l.read(), 100);
+}
+
+#[test]
+fn condvar_producer_consumer_without_lost_wakeups() {
+    let _w = common::watchdog("condvar", Duration::from_secs(60));
+    let q = Arc::new((Mutex::new(Vec::<u32>::new()), Condvar::new()));
+    let consumers: Vec<_> = (0..4)
+        .map(|_| {
+            let q = q.clone();
+            go!(move || {
+                let mut got = 0;
+                loop {
+                    let mut v = q.0.lock();
+                    while v.is_empty() {
+                        v = q.1.wait(v);
+                    }
+                    let x = v.pop().unwrap();
+                    if x == u32::MAX {
+                        return got;
+                    }
+                    got += 1;
+                }
+            })
+        })
+        .collect();
+    for i in 0..10_000 {
+        q.0.lock().push(i);
+        q.1.notify_one();
+    }
+    for _ in 0..4 {
+        q.0.lock().insert(0, u32::MAX);
+        q.1.notify_all();
+    }
+    let total: u32 = consumers.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(total, 10_000);
+}
+
+#[test]
+fn condvar_has_no_spurious_wakeups_and_times_out() {
+    let pair = Arc::new((Mutex::new(0u32), Condvar::new()));
+    let wakeups = Arc::new(AtomicUsize::new(0));
+    let hs: Vec<_> = (0..3)
+        .map(|_| {
+            let (pair, wakeups) = (pair.clone(), wakeups.clone());
+            go!(move || {
+                let g = pair.0.lock();
+                let _g = pair.1.wait(g);
+                wakeups.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    // Wait until all three are parked in `wait` (they hold no lock there).
+    while goro::runtime::stats().live < 3 {
+        goro::yield_now();
+    }
+    goro::time::sleep(Duration::from_millis(10));
+    assert_eq!(wakeups.load(Ordering::SeqCst), 0, "nobody was notified");
+    pair.1.notify_one();
+    pair.1.notify_all();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(wakeups.load(Ordering::SeqCst), 3);
+    let (m, cv) = &*pair;
+    let t = Instant::now();
+    let (g, timed_out) = cv.wait_timeout(m.lock(), Duration::from_millis(15));
+    assert!(timed_out && t.elapsed() >= Duration::from_millis(15));
+    drop(g);
+    // A notification beats the timeout.
+    let p2 = pair.clone();
+    let h = go!(move || {
+        let (g, timed_out) = p2.1.wait_timeout(p2.0.lock(), Duration::from_secs(30));
+        drop(g);
+        timed_out
+    });
+    loop {
+        cv.notify_one();
+        if h.is_finished() {
+            break;
+        }
+        goro::time::sleep(Duration::from_millis(1));
+    }
+    assert!(!h.join().unwrap());
+}
+
+#[test]
+fn semaphore_limits_concurrency() {
+    let sem = Arc::new(Semaphore::new(3));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let max = Arc::new(AtomicUsize::new(0));
+    let hs: Vec<_> = (0..30)
+        .map(|_| {
+            let (sem, inside, max) = (sem.clone(), inside.clone(), max.clone());
+            go!(move || {
+                let _p = sem.acquire();
+                let n = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                max.fetch_max(n, Ordering::SeqCst);
+                goro::time::sleep(Duration::from_millis(1));
+                inside.fetch_sub(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    assert!(max.load(Ordering::SeqCst) <= 3);
+    assert_eq!(sem.available_permits(), 3);
+}
+
+#[test]
+fn waitgroup_waits_and_is_reusable() {
+    let wg = WaitGroup::new();
+    let n = Arc::new(AtomicUsize::new(0));
+    for round in 1..=3 {
+        for _ in 0..100 {
+            wg.add(1);
+            let (wg, n) = (wg.clone(), n.clone());
+            go!(move || {
+                n.fetch_add(1, Ordering::SeqCst);
+                wg.done();
+            });
+        }
+        wg.wait();
+        assert_eq!(n.load(Ordering::SeqCst), 100 * round);
+    }
+    wg.wait(); // zero: returns at once
+               // Waiting from goroutines and threads at once.
+    wg.add(1);
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let wg = wg.clone();
+            go!(move || wg.wait())
+        })
+        .collect();
+    let t = {
+        let wg = wg.clone();
+        std::thread::spawn(move || wg.wait())
+    };
+    wg.done();
+    waiters.into_iter().for_each(|h| h.join().unwrap());
+    t.join().unwrap();
+}
+
+#[test]
+#[should_panic(expected = "sync: negative WaitGroup counter")]
+fn waitgroup_below_zero_panics() {
+    WaitGroup::new().done();
+}
+
+#[test]
+fn once_runs_once_for_concurrent_callers_and_counts_a_panic_as_done() {
+    let once = Arc::new(Once::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let hs: Vec<_> = (0..20)
+        .map(|_| {
+            let (once, runs) = (once.clone(), runs.clone());
+            go!(move || {
+                once.call_once(|| {
+                    goro::time::sleep(Duration::from_millis(5));
+                    runs.fetch_add(1, Ordering::SeqCst);
+                });
+                assert!(once.is_completed(), "callers return only after the run");
+            })
+        })
+        .collect();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let o = Arc::new(Once::new());
+    let o2 = o.clone();
+    assert!(go!(move || o2.call_once(|| panic!("in once"))).join().is_err());
+    assert!(o.is_completed());
+    o.call_once(|| unreachable!("a panicked Once counts as done"));
+}
