@@ -78,7 +78,7 @@ fn steal_half(c: &mut Criterion) {
                 victim.push(i, false, |_| unreachable!());
             }
             // Drain by repeated steal-half, as idle Ps do.
-            while let Some((x, _)) = thief.steal_into(&victim, false, || {}) {
+            while let Some((x, _)) = thief.steal_into(&victim, false, || true) {
                 black_box(x);
                 while let Some(y) = thief.pop() {
                     black_box(y);
@@ -126,7 +126,7 @@ fn contended(c: &mut Criterion) {
             std::thread::spawn(move || {
                 let mine = RunQueue::new();
                 while !stop.load(Ordering::Relaxed) {
-                    if mine.steal_into(&q, false, || {}).is_some() {
+                    if mine.steal_into(&q, false, || true).is_some() {
                         while mine.pop().is_some() {}
                     }
                 }

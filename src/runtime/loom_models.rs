@@ -46,7 +46,7 @@ fn loom_ring_push_pop_steal_spill_exactly_once() {
             thread::spawn(move || {
                 let mine = RunQueue::new();
                 let mut got = Vec::new();
-                if let Some((g, _)) = mine.steal_into(&q, true, || {}) {
+                if let Some((g, _)) = mine.steal_into(&q, true, || true) {
                     got.push(val(g));
                     while let Some((g, _)) = mine.pop() {
                         got.push(val(g));
@@ -84,7 +84,7 @@ fn loom_runnext_taken_once() {
                 let q = q.clone();
                 thread::spawn(move || {
                     let mine = RunQueue::new();
-                    usize::from(mine.steal_into(&q, true, || {}).is_some())
+                    usize::from(mine.steal_into(&q, true, || true).is_some())
                 })
             })
             .collect();

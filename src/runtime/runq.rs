@@ -202,13 +202,14 @@ impl<T> RunQueue<T> {
     /// Owner of `self` only. Steals the oldest half of `victim`'s ring into this
     /// (empty) queue and returns one of the stolen items to run now, plus how many
     /// were taken. With `steal_runnext`, an empty ring makes it take the victim's
-    /// `runnext` instead, after calling `before_runnext` (the runtime pauses there
-    /// briefly so a running owner gets the chance to run its own `runnext` first).
+    /// `runnext` instead, if `before_runnext` agrees: the runtime pauses there so
+    /// a running owner gets the chance to run its own `runnext` first, and says no
+    /// if the owner made progress meanwhile.
     pub fn steal_into(
         &self,
         victim: &RunQueue<T>,
         steal_runnext: bool,
-        before_runnext: impl FnOnce(),
+        before_runnext: impl FnOnce() -> bool,
     ) -> Option<(NonNull<T>, u32)> {
         let t = self.tail.load(Ordering::Relaxed);
         let n = self.grab(victim, t, steal_runnext, before_runnext);
@@ -231,7 +232,7 @@ impl<T> RunQueue<T> {
 
     /// Go's `runqgrab`: copies half of `victim`'s ring into `self`'s slots starting
     /// at `into` (not yet published) and returns how many.
-    fn grab(&self, victim: &RunQueue<T>, into: u32, steal_runnext: bool, before_runnext: impl FnOnce()) -> u32 {
+    fn grab(&self, victim: &RunQueue<T>, into: u32, steal_runnext: bool, before_runnext: impl FnOnce() -> bool) -> u32 {
         let mut before_runnext = Some(before_runnext);
         loop {
             let h = victim.head.load(Ordering::Acquire);
@@ -247,7 +248,9 @@ impl<T> RunQueue<T> {
                     return 0;
                 }
                 if let Some(pause) = before_runnext.take() {
-                    pause();
+                    if !pause() {
+                        return 0;
+                    }
                 }
                 if victim
                     .runnext
@@ -356,7 +359,7 @@ mod tests {
         for &i in &it {
             victim.push(i, false, no_spill);
         }
-        let (g, n) = thief.steal_into(&victim, false, || {}).unwrap();
+        let (g, n) = thief.steal_into(&victim, false, || true).unwrap();
         assert_eq!(n, 5);
         assert_eq!(val(g), 4, "the thief runs the newest of what it took");
         let mut rest = Vec::new();
@@ -375,8 +378,14 @@ mod tests {
         let it = items(1);
         victim.push(it[0], true, no_spill);
         assert!(thief.steal_into(&victim, false, || panic!("no pause")).is_none());
+        assert!(thief.steal_into(&victim, true, || false).is_none(), "the pause said no");
         let mut paused = false;
-        let (g, n) = thief.steal_into(&victim, true, || paused = true).unwrap();
+        let (g, n) = thief
+            .steal_into(&victim, true, || {
+                paused = true;
+                true
+            })
+            .unwrap();
         assert!(paused, "pause before taking runnext");
         assert_eq!((val(g), n), (0, 1));
         assert!(victim.is_empty());
@@ -398,7 +407,7 @@ mod tests {
                     let mine = RunQueue::new();
                     let mut got = Vec::new();
                     while !done.load(O::Acquire) || !q.is_empty() {
-                        if mine.steal_into(&q, true, || {}).is_some_and(|(g, _)| {
+                        if mine.steal_into(&q, true, || true).is_some_and(|(g, _)| {
                             got.push(val(g));
                             true
                         }) {

@@ -316,12 +316,21 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
             // the clock cost 15% of a spawn storm's cycles, and yielding the thread
             // instead made Ms park more (+16% spawn+join time), so it is a fixed
             // count of spin hints.
+            //
+            // Then steal only if the owner ran nothing meanwhile. Two Gs readying
+            // each other alternate in `runnext` (A, B, A, ...), so after the pause
+            // the slot often holds the same G pointer again and the CAS succeeds
+            // (ABA): the thief would split a ping-pong pair across cores. A moving
+            // context-switch count means the owner is running its queue.
             let pause = || {
-                if running {
-                    for _ in 0..RUNNEXT_STEAL_SPINS {
-                        std::hint::spin_loop();
-                    }
+                if !running {
+                    return true;
                 }
+                let before = v.counters.context_switches.load(Ordering::Relaxed);
+                for _ in 0..RUNNEXT_STEAL_SPINS {
+                    std::hint::spin_loop();
+                }
+                v.counters.context_switches.load(Ordering::Relaxed) == before
             };
             if let Some((g, taken)) = p.runq.steal_into(&v.runq, last, pause) {
                 bump(&p.counters.steals, 1);

@@ -16,7 +16,8 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::Duration;
 
-/// What a workload returns: the value and its unit (lower is better for all).
+/// What a workload returns: the value and its unit. Lower is better, except for
+/// rates (a unit ending in `/s`, e.g. `buffered`'s `msgs/s`), where higher is.
 pub type Measure = (f64, &'static str);
 
 /// Iterations of [`work`] per task in `imbalanced` (~1-2 ms on a 2-3 GHz core).
@@ -28,6 +29,20 @@ pub const PARK_FOR: Duration = Duration::from_secs(10);
 /// How long `parked_rss` waits for all its tasks to have started.
 pub const START_DEADLINE: Duration = Duration::from_secs(60);
 
+/// `buffered`: channel capacity, producers and consumers.
+pub const BUFFERED_CAP: usize = 128;
+pub const BUFFERED_PRODUCERS: u64 = 4;
+pub const BUFFERED_CONSUMERS: u64 = 4;
+
+/// `skynet`: children per node (the canonical 10); N (leaves) must be a power of it.
+pub const SKYNET_FANOUT: u64 = 10;
+
+/// `mutex_contended`: tasks sharing the one lock.
+pub const MUTEX_TASKS: u64 = 4;
+
+/// `sleepers_*`: sleeps per task, each of [`next_sleep_ms`] milliseconds.
+pub const SLEEPS_PER_TASK: u32 = 10;
+
 /// Default size of each workload (`--n` overrides it).
 pub fn default_n(workload: &str) -> Option<u64> {
     Some(match workload {
@@ -36,6 +51,12 @@ pub fn default_n(workload: &str) -> Option<u64> {
         "imbalanced" => 1_000,     // CPU-bound tasks
         "parked_rss" => 100_000,   // sleeping tasks
         "work_unit" => 50,         // repetitions of one imbalanced task's work
+        "pingpong" => 1_000_000,   // round trips over two unbuffered channels
+        "buffered" => 4_000_000,   // messages in total (N/4 per producer)
+        "skynet" => 1_000_000,     // leaves (a power of 10)
+        "mutex_uncontended" => 10_000_000, // lock + unlock by one task
+        "mutex_contended" => 4_000_000,    // lock + unlock in total (N/4 per task)
+        "sleepers_wall" | "sleepers_cpu" => 100_000, // tasks sleeping 10 times
         _ => return None,
     })
 }
@@ -122,6 +143,7 @@ pub fn fmt_value(v: f64, unit: &str) -> String {
     match unit {
         "s" => format!("{v:.4}"),
         "ms" => format!("{v:.3}"),
+        "msgs/s" => format!("{v:.0}"),
         _ => format!("{v:.2}"),
     }
 }
@@ -168,3 +190,100 @@ pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         "non-string panic payload".to_string()
     }
 }
+
+/// Items of part `i` when `n` items are split into `parts` parts: n / parts, and
+/// one more for the first n % parts parts (so the parts add up to n exactly).
+pub fn share(n: u64, parts: u64, i: u64) -> u64 {
+    n / parts + u64::from(i < n % parts)
+}
+
+/// Messages per second.
+pub fn msgs_per_sec(d: Duration, msgs: u64) -> Measure {
+    (msgs as f64 / d.as_secs_f64(), "msgs/s")
+}
+
+/// `buffered`: the sum of everything the producers send (producer p sends
+/// 0..share(n, PRODUCERS, p)), which the consumers must receive in total.
+pub fn buffered_expected_sum(n: u64) -> u64 {
+    (0..BUFFERED_PRODUCERS)
+        .map(|p| {
+            let k = share(n, BUFFERED_PRODUCERS, p);
+            k * k.saturating_sub(1) / 2
+        })
+        .sum()
+}
+
+/// Checks the consumers' totals of `buffered`; exits 1 on a mismatch.
+pub fn buffered_check(n: u64, count: u64, sum: u64) {
+    if count != n || sum != buffered_expected_sum(n) {
+        fail(&format!(
+            "buffered: consumers got {count} messages summing to {sum}, expected {n} summing to {}",
+            buffered_expected_sum(n)
+        ));
+    }
+}
+
+/// `skynet`: exits 1 unless `n` (the number of leaves) is a power of [`SKYNET_FANOUT`].
+pub fn skynet_check_n(n: u64) {
+    let mut k = n;
+    while k > 1 && k % SKYNET_FANOUT == 0 {
+        k /= SKYNET_FANOUT;
+    }
+    if k != 1 {
+        fail(&format!("skynet: N={n} leaves is not a power of {SKYNET_FANOUT}"));
+    }
+}
+
+/// `skynet`: exits 1 unless the root's sum is 0 + 1 + ... + (n - 1)
+/// (499999500000 for the canonical 1,000,000 leaves).
+pub fn skynet_check_sum(n: u64, sum: u64) {
+    let want = n * (n - 1) / 2;
+    if sum != want {
+        fail(&format!("skynet: root sum {sum}, expected {want}"));
+    }
+}
+
+/// Exits 1 unless the `mutex_*` counter ended at `n`.
+pub fn mutex_check(n: u64, counter: u64) {
+    if counter != n {
+        fail(&format!("mutex: counter is {counter} after {n} increments"));
+    }
+}
+
+/// `sleepers_*`: the next sleep of a task, 1..=50 ms, from a 64-bit LCG (Knuth's
+/// MMIX constants) whose state starts at the task's index. go/main.go has the
+/// same sequence.
+pub fn next_sleep_ms(state: &mut u64) -> u64 {
+    *state = state
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
+    1 + (*state >> 33) % 50
+}
+
+/// User + system CPU time of the whole process so far (getrusage(RUSAGE_SELF)).
+pub fn process_cpu_time() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        fail(&format!("getrusage: {}", std::io::Error::last_os_error()));
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// What `sleepers` measured: wall time and process CPU time (user + sys), both
+/// from just before the first spawn to after the last task has been waited for.
+pub struct SleepersTimes {
+    pub wall: Duration,
+    pub cpu: Duration,
+}
+
+impl SleepersTimes {
+    pub fn wall(&self) -> Measure {
+        (self.wall.as_secs_f64(), "s")
+    }
+    pub fn cpu(&self) -> Measure {
+        (self.cpu.as_secs_f64(), "s")
+    }
+}
+
