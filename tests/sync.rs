@@ -327,3 +327,82 @@ fn once_runs_once_for_concurrent_callers_and_counts_a_panic_as_done() {
     assert!(o.is_completed());
     o.call_once(|| unreachable!("a panicked Once counts as done"));
 }
+
+/// Each primitive between goroutines and plain threads, both directions.
+#[test]
+fn primitives_work_across_goroutines_and_threads() {
+    let _w = common::watchdog("g/thread mix", Duration::from_secs(60));
+    // Condvar: a thread waits for a G, then a G waits for a thread.
+    let pair = Arc::new((Mutex::new(0u32), Condvar::new()));
+    let p = pair.clone();
+    let t = std::thread::spawn(move || {
+        let mut g = p.0.lock();
+        while *g != 1 {
+            g = p.1.wait(g);
+        }
+        *g = 2;
+        p.1.notify_all();
+    });
+    let p = pair.clone();
+    let g = go!(move || {
+        *p.0.lock() = 1;
+        p.1.notify_all();
+        let mut v = p.0.lock();
+        while *v != 2 {
+            v = p.1.wait(v);
+        }
+    });
+    t.join().unwrap();
+    g.join().unwrap();
+    // RwLock: a thread writer against goroutine readers.
+    let l = Arc::new(RwLock::new(0u64));
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let l = l.clone();
+            go!(move || (0..500).map(|_| *l.read()).max().unwrap())
+        })
+        .collect();
+    let l2 = l.clone();
+    let writer = std::thread::spawn(move || (0..500).for_each(|_| *l2.write() += 1));
+    writer.join().unwrap();
+    readers.into_iter().for_each(|h| assert!(h.join().unwrap() <= 500));
+    assert_eq!(*l.read(), 500);
+    // Semaphore: threads and goroutines share two permits.
+    let sem = Arc::new(Semaphore::new(2));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let work = |sem: Arc<Semaphore>, inside: Arc<AtomicUsize>| {
+        move || {
+            for _ in 0..200 {
+                let _p = sem.acquire();
+                assert!(inside.fetch_add(1, Ordering::SeqCst) < 2);
+                inside.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    };
+    let ts: Vec<_> = (0..2)
+        .map(|_| std::thread::spawn(work(sem.clone(), inside.clone())))
+        .collect();
+    let gs: Vec<_> = (0..4).map(|_| go!(work(sem.clone(), inside.clone()))).collect();
+    ts.into_iter().for_each(|t| t.join().unwrap());
+    gs.into_iter().for_each(|g| g.join().unwrap());
+    // Once: a thread and goroutines race for it.
+    let once = Arc::new(Once::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (o, r) = (once.clone(), runs.clone());
+    let t = std::thread::spawn(move || {
+        o.call_once(|| {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+    });
+    let gs: Vec<_> = (0..4)
+        .map(|_| {
+            let (o, r) = (once.clone(), runs.clone());
+            go!(move || o.call_once(|| {
+                r.fetch_add(1, Ordering::SeqCst);
+            }))
+        })
+        .collect();
+    t.join().unwrap();
+    gs.into_iter().for_each(|g| g.join().unwrap());
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}

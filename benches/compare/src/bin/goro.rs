@@ -4,7 +4,10 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goro::chan::{Receiver, Sender};
 
 use compare::*;
 
@@ -18,6 +21,13 @@ fn main() {
         "imbalanced" => imbalanced,
         "parked_rss" => parked_rss,
         "work_unit" => work_unit,
+        "pingpong" => pingpong,
+        "buffered" => buffered,
+        "skynet" => skynet,
+        "mutex_uncontended" => mutex_uncontended,
+        "mutex_contended" => mutex_contended,
+        "sleepers_wall" => |n| sleepers(n).wall(),
+        "sleepers_cpu" => |n| sleepers(n).cpu(),
         other => unknown_workload(IMPL, other),
     };
     let n = args.n;
@@ -110,4 +120,176 @@ fn work_unit(n: u64) -> Measure {
         black_box(work(black_box(WORK_ITERS)));
     }
     (t.elapsed().as_secs_f64() * 1e3 / n as f64, "ms")
+}
+
+/// Two Gs, two unbuffered channels: A sends i on `ping` and waits for it back on
+/// `pong`, B echoes; n round trips.
+fn pingpong(n: u64) -> Measure {
+    let (ping_tx, ping_rx) = goro::chan::bounded::<u64>(0);
+    let (pong_tx, pong_rx) = goro::chan::bounded::<u64>(0);
+    let t = Instant::now();
+    let a = goro::spawn(move || {
+        for i in 0..n {
+            ping_tx.send(i).unwrap_or_else(|_| fail("pingpong: ping send failed"));
+            match pong_rx.recv() {
+                Ok(v) if v == i => {}
+                other => fail(&format!("pingpong: expected Ok({i}) back, got {other:?}")),
+            }
+        }
+    });
+    let b = goro::spawn(move || {
+        for _ in 0..n {
+            let v = ping_rx.recv().unwrap_or_else(|_| fail("pingpong: ping recv failed"));
+            pong_tx.send(v).unwrap_or_else(|_| fail("pingpong: pong send failed"));
+        }
+    });
+    for h in [a, b] {
+        if h.join().is_err() {
+            fail("a pingpong G panicked");
+        }
+    }
+    ns_per_op(t.elapsed(), n)
+}
+
+/// cap-128 channel, 4 producer Gs (n/4 values each) and 4 consumer Gs that
+/// receive until the channel is closed (when the last Sender is dropped).
+fn buffered(n: u64) -> Measure {
+    let (tx, rx) = goro::chan::bounded::<u64>(BUFFERED_CAP);
+    let t = Instant::now();
+    let consumers: Vec<_> = (0..BUFFERED_CONSUMERS)
+        .map(|_| {
+            let rx = rx.clone();
+            goro::spawn(move || {
+                let (mut count, mut sum) = (0u64, 0u64);
+                for v in rx.iter() {
+                    count += 1;
+                    sum += v;
+                }
+                (count, sum)
+            })
+        })
+        .collect();
+    drop(rx);
+    let producers: Vec<_> = (0..BUFFERED_PRODUCERS)
+        .map(|p| {
+            let tx = tx.clone();
+            let k = share(n, BUFFERED_PRODUCERS, p);
+            goro::spawn(move || {
+                for i in 0..k {
+                    tx.send(i).unwrap_or_else(|_| fail("buffered: send failed"));
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    for h in producers {
+        if h.join().is_err() {
+            fail("a buffered producer G panicked");
+        }
+    }
+    let (mut count, mut sum) = (0, 0);
+    for h in consumers {
+        match h.join() {
+            Ok((c, s)) => {
+                count += c;
+                sum += s;
+            }
+            Err(_) => fail("a buffered consumer G panicked"),
+        }
+    }
+    let d = t.elapsed();
+    buffered_check(n, count, sum);
+    msgs_per_sec(d, n)
+}
+
+/// One skynet node: a leaf sends its index; an inner node makes a cap-10 channel,
+/// spawns 10 children on it, sums their 10 answers and sends the sum up.
+fn skynet_node(up: Sender<u64>, num: u64, size: u64) {
+    let v = if size == 1 {
+        num
+    } else {
+        let (tx, rx): (Sender<u64>, Receiver<u64>) = goro::chan::bounded(SKYNET_FANOUT as usize);
+        let sub = size / SKYNET_FANOUT;
+        for i in 0..SKYNET_FANOUT {
+            let tx = tx.clone();
+            drop(goro::spawn(move || skynet_node(tx, num + i * sub, sub)));
+        }
+        let mut sum = 0;
+        for _ in 0..SKYNET_FANOUT {
+            sum += rx.recv().unwrap_or_else(|_| fail("skynet: recv failed"));
+        }
+        sum
+    };
+    up.send(v).unwrap_or_else(|_| fail("skynet: send failed"));
+}
+
+/// skynet with n leaves; wall seconds until the root's sum is received here.
+fn skynet(n: u64) -> Measure {
+    skynet_check_n(n);
+    let (tx, rx) = goro::chan::bounded::<u64>(1);
+    let t = Instant::now();
+    drop(goro::spawn(move || skynet_node(tx, 0, n)));
+    let sum = rx.recv().unwrap_or_else(|_| fail("skynet: root recv failed"));
+    let d = t.elapsed();
+    skynet_check_sum(n, sum);
+    (d.as_secs_f64(), "s")
+}
+
+/// This G locks, increments and unlocks a goro::sync::Mutex n times.
+fn mutex_uncontended(n: u64) -> Measure {
+    let m = goro::sync::Mutex::new(0u64);
+    let t = Instant::now();
+    for _ in 0..n {
+        *m.lock() += 1;
+    }
+    let d = t.elapsed();
+    mutex_check(n, *m.lock());
+    ns_per_op(d, n)
+}
+
+/// 4 Gs each lock, increment and unlock one goro::sync::Mutex n/4 times.
+fn mutex_contended(n: u64) -> Measure {
+    let m = Arc::new(goro::sync::Mutex::new(0u64));
+    let t = Instant::now();
+    let hs: Vec<_> = (0..MUTEX_TASKS)
+        .map(|i| {
+            let m = m.clone();
+            let k = share(n, MUTEX_TASKS, i);
+            goro::spawn(move || {
+                for _ in 0..k {
+                    *m.lock() += 1;
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        if h.join().is_err() {
+            fail("a mutex G panicked");
+        }
+    }
+    let d = t.elapsed();
+    mutex_check(n, *m.lock());
+    ns_per_op(d, n)
+}
+
+/// n Gs each sleep 10 times 1..=50 ms (next_sleep_ms); this G joins them all.
+fn sleepers(n: u64) -> SleepersTimes {
+    let cpu = process_cpu_time();
+    let t = Instant::now();
+    let hs: Vec<_> = (0..n)
+        .map(|i| {
+            goro::spawn(move || {
+                let mut s = i;
+                for _ in 0..SLEEPS_PER_TASK {
+                    goro::time::sleep(Duration::from_millis(next_sleep_ms(&mut s)));
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        if h.join().is_err() {
+            fail("a sleeping G panicked");
+        }
+    }
+    SleepersTimes { wall: t.elapsed(), cpu: process_cpu_time() - cpu }
 }
