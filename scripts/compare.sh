@@ -9,7 +9,8 @@
 #   RUNS=5          runs per (workload, procs, impl); medians are reported
 #   ONLY=a,b        only these workloads (the other sections of the report are kept)
 #   IMPLS=goro,go,tokio,may   only these implementations
-#   N_SCALE=1       multiply every workload size N (e.g. 0.1 for a quick pass)
+#   N_SCALE=1       multiply every workload size N (e.g. 0.1 for a quick pass;
+#                   skynet needs a power of 10, so use 0.1, 0.01, ...)
 #   TIMEOUT=120     seconds before one run is killed (reported as failed, and that
 #                   cell's remaining runs are skipped)
 #   OUT=docs/BENCHMARKS.md
@@ -32,11 +33,18 @@ OUT=${OUT:-docs/BENCHMARKS.md}
 # The plan: workload, GOMAXPROCS values (comma-separated), N.
 # Adding a workload: one line here (plus the binaries, see benches/compare/README.md).
 PLAN=(
-  "work_unit   1    50"
-  "spawn_join  2    1000000"
-  "yield       1    1000000"
-  "imbalanced  1,2  1000"
-  "parked_rss  2    100000"
+  "work_unit          1    50"
+  "spawn_join         2    1000000"
+  "yield              1    1000000"
+  "imbalanced         1,2  1000"
+  "parked_rss         2    100000"
+  "pingpong           1,2  1000000"
+  "buffered           2    4000000"
+  "skynet             2    1000000"
+  "mutex_uncontended  1    10000000"
+  "mutex_contended    2    4000000"
+  "sleepers_wall      2    100000"
+  "sleepers_cpu       2    100000"
 )
 
 CMP=benches/compare

@@ -27,7 +27,8 @@ import sys
 IMPL_ORDER = ["goro", "go", "tokio", "may"]
 IMPL_NAMES = {"goro": "goro", "go": "Go", "tokio": "Tokio", "may": "may"}
 
-# workload -> (title, description). All values are "lower is better".
+# workload -> (title, description). Values are "lower is better" except rates
+# (a unit ending in "/s", see higher_is_better).
 WORKLOADS = {
     "work_unit": (
         "work_unit: the CPU work of one `imbalanced` task",
@@ -60,13 +61,116 @@ WORKLOADS = {
         "`may::coroutine::sleep`); once all have started, (VmRSS now - VmRSS before "
         "spawning) / N in KiB per task; the process then exits without waiting.",
     ),
+    "pingpong": (
+        "pingpong: unbuffered channel ping-pong",
+        "Two tasks and two channels: A sends i on `ping` and waits to receive it back on "
+        "`pong`, B receives each value and sends it back. Wall time / N in nanoseconds per "
+        "round trip (from before the two spawns to after both are joined). goro "
+        "`chan::bounded(0)` and Go `make(chan int)` are rendezvous channels; Tokio has none, "
+        "so it uses `tokio::sync::mpsc::channel(1)`; may has no bounded channel at all (no "
+        "`sync_channel`), so it uses the unbounded `may::sync::mpsc::channel()`.",
+    ),
+    "buffered": (
+        "buffered: 4 producers, 4 consumers, one channel of capacity 128",
+        "4 producer tasks send N/4 integers each into one channel; 4 consumer tasks receive "
+        "until it is closed (goro, Tokio, may: the last Sender is dropped; Go: `close` once "
+        "the producers are done); the count and sum received are checked. Messages per second "
+        "= N / wall time, from before the first spawn to after the last consumer is joined. "
+        "goro `chan::bounded(128)` with cloned Sender/Receiver, Go `make(chan int, 128)`, "
+        "Tokio `async_channel::bounded(128)` (MPMC, from the `async-channel` crate), may "
+        "`may::sync::mpmc::channel()`, which is unbounded (may has no bounded channel), so "
+        "its producers never wait.",
+    ),
+    "skynet": (
+        "skynet: a tree of 1,111,111 tasks",
+        "The skynet benchmark: a task spawns 10 children, each of which spawns 10, down to N "
+        "leaves (6 levels for N = 1,000,000); each leaf sends its index to its parent, each "
+        "inner task sums its 10 children's answers and sends the sum up, and the driver checks "
+        "the root's sum (499999500000 for N = 1,000,000). Wall seconds from spawning the root "
+        "to receiving its sum. Tasks are detached. Each inner task receives on its own channel "
+        "of capacity 10, so no child waits on its send: goro `chan::bounded(10)`, Go "
+        "`make(chan int, 10)` (the canonical Go program uses an unbuffered one), Tokio "
+        "`mpsc::channel(10)`, may the unbounded `mpsc::channel()`.",
+    ),
+    "mutex_uncontended": (
+        "mutex_uncontended: lock + unlock by one task",
+        "One task locks a mutex, adds 1 to the counter it guards and unlocks, N times; "
+        "nanoseconds per lock/unlock pair. goro `goro::sync::Mutex`, Go `sync.Mutex`, Tokio "
+        "`tokio::sync::Mutex` (async, `lock().await`), may `may::sync::Mutex`.",
+    ),
+    "mutex_contended": (
+        "mutex_contended: 4 tasks on one mutex",
+        "4 tasks each lock the same mutex, add 1 to the counter it guards and unlock, N/4 "
+        "times; the final count is checked. Wall time / N in nanoseconds per lock/unlock pair, "
+        "from before the spawns to after the joins. Same mutex types as `mutex_uncontended`.",
+    ),
+    "sleepers_wall": (
+        "sleepers_wall: 100,000 sleeping tasks, wall time",
+        "N tasks each sleep 10 times, 1..=50 ms each (a 64-bit LCG seeded with the task's "
+        "index picks the durations: the same sequence in all four; about 255 ms of sleep per "
+        "task, at most 500 ms); the driver waits for all of them (joins every handle; Go: "
+        "`sync.WaitGroup`). Wall seconds from before the first spawn to after the last wait.",
+    ),
+    "sleepers_cpu": (
+        "sleepers_cpu: 100,000 sleeping tasks, CPU time",
+        "The `sleepers_wall` program (run separately), reporting instead the user + system "
+        "CPU seconds of the whole process over the same interval, from "
+        "`getrusage(RUSAGE_SELF)` (Go: `syscall.Getrusage`).",
+    ),
 }
 
-UNIT_DECIMALS = {"s": 4, "ms": 3}
+# workload -> (goal text, checks). A check (peer, op, factor) holds when
+# goro's median op factor × peer's median, for every GOMAXPROCS measured.
+GOALS = {
+    "pingpong": ("goro ≤ 0.7 × Go's ns per round trip", [("go", "<=", 0.7)]),
+    "buffered": ("goro ≥ Go's msgs/s", [("go", ">=", 1.0)]),
+    "skynet": ("goro ≤ 0.7 × Go's wall time", [("go", "<=", 0.7)]),
+    "mutex_uncontended": ("goro within 1.2 × Go's ns/op", [("go", "<=", 1.2)]),
+    "mutex_contended": ("goro within 1.2 × Go's ns/op", [("go", "<=", 1.2)]),
+    "sleepers_wall": ("goro ≤ 0.8 × Go's wall time", [("go", "<=", 0.8)]),
+    "sleepers_cpu": ("goro's CPU time below both Go's and Tokio's", [("go", "<", 1.0), ("tokio", "<", 1.0)]),
+}
+
+OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b}
+
+UNIT_DECIMALS = {"s": 4, "ms": 3, "msgs/s": 0}
 
 
 def fmt(v, unit):
-    return f"{v:.{UNIT_DECIMALS.get(unit, 2)}f}"
+    sep = "," if unit.endswith("/s") else ""  # rates are large: 12,345,678 msgs/s
+    return f"{v:{sep}.{UNIT_DECIMALS.get(unit, 2)}f}"
+
+
+def higher_is_better(unit):
+    """Rates (msgs/s, ...) are better when higher; times, sizes and ns/op when lower."""
+    return unit.endswith("/s")
+
+
+def goal_line(w, cells_by_procs):
+    """'Goal: ... Measured: ...' for a workload with an entry in GOALS, else None."""
+    if w not in GOALS:
+        return None
+    text, checks = GOALS[w]
+    parts = []
+    for p, cells in cells_by_procs:
+        goro = cells.get("goro")
+        if goro is None or goro.median is None:
+            parts.append(f"GOMAXPROCS={p}: no goro result")
+            continue
+        ratios, ok = [], True
+        for peer, op, factor in checks:
+            c = cells.get(peer)
+            if c is None or c.median is None:
+                ratios.append(f"no {IMPL_NAMES.get(peer, peer)} result")
+                ok = None if ok is not False else False
+                continue
+            r = goro.median / c.median
+            ratios.append(f"{r:.2f}× {IMPL_NAMES.get(peer, peer)}")
+            if not OPS[op](r, factor):
+                ok = False
+        verdict = {True: "met", False: "not met", None: "undecided"}[ok]
+        parts.append(f"GOMAXPROCS={p}: {', '.join(ratios)}, {verdict}")
+    return f"Goal: {text}. Measured (ratio of medians): " + "; ".join(parts) + "."
 
 
 def esc(s):
@@ -129,17 +233,30 @@ def workload_section(w, rows, meta):
     procs_list = sorted({r["procs"] for r in rows}, key=int)
     impls = ordered({r["impl"] for r in rows}, IMPL_ORDER)
     n = rows[0]["n"]
-    out = [f"## {title}", "", desc, ""]
+    units = [r["unit"] for r in rows if r["status"] == "ok" and r["unit"]]
+    higher = higher_is_better(units[0]) if units else w in ("buffered",)
+    cells_by_procs = [
+        (p, {i: Cell([r for r in rows if r["impl"] == i and r["procs"] == p]) for i in impls}) for p in procs_list
+    ]
+    out = [f"## {title}", ""]
+    goal = goal_line(w, cells_by_procs)
+    if goal:
+        out += [goal, ""]
+    out += [desc, ""]
+    better = (
+        'Higher is better; "vs Go" is the ratio of medians (above 1.00× means more than Go).'
+        if higher
+        else 'Lower is better; "vs Go" is the ratio of medians.'
+    )
     out.append(
         f"Measured {meta.get('date', '?')}, RUNS={meta.get('runs', '?')} per cell "
         f"(implementations interleaved round-robin), N={int(n):,}, "
-        f"goro {meta.get('goro', '?')}. Lower is better; \"vs Go\" is the ratio of medians."
+        f"goro {meta.get('goro', '?')}. {better}"
     )
     out.append("")
     out.append("| implementation | GOMAXPROCS | median | min | max | vs Go | notes |")
     out.append("|---|---:|---:|---:|---:|---:|---|")
-    for p in procs_list:
-        cells = {i: Cell([r for r in rows if r["impl"] == i and r["procs"] == p]) for i in impls}
+    for p, cells in cells_by_procs:
         go_med = cells["go"].median if "go" in cells else None
         for i in impls:
             c = cells[i]

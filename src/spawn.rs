@@ -364,8 +364,21 @@ impl<T> JoinHandle<T> {
 }
 
 impl<T> Drop for JoinHandle<T> {
+    /// Detaches. If the G already finished, its result is dropped here, in the
+    /// dropping context; otherwise the G drops it on its own stack when it finishes.
+    /// Either way it is never dropped on the scheduler's stack, where a destructor
+    /// that blocks would block the whole M.
     fn drop(&mut self) {
-        self.task.lock().set_detached();
+        let lock = self.task.lock();
+        let unread = if self.task.finished() {
+            // SAFETY: we hold the slot lock.
+            unsafe { (*self.slot().result.get()).take() }
+        } else {
+            lock.set_detached();
+            None
+        };
+        drop(lock);
+        drop(unread);
         // SAFETY: the handle's reference, dropped exactly once, here.
         unsafe { self.task.release() };
     }

@@ -135,10 +135,20 @@ pub(crate) enum Switch {
     None,
     /// `yield_now`: requeue at the back of the global queue.
     Yield,
-    /// Park: the G is `Waiting`. The scheduler runs the callback (which releases
-    /// the waiter's lock) only after the switch, so no waker can ready a G that is
-    /// still on its stack. The pointee lives on the parked G's stack frame.
-    Park(*mut (dyn FnMut() + 'static)),
+    /// Park: the G is `Waiting`. After the switch the scheduler moves the
+    /// "unlock" value out of the parked G's frame with the thunk (a bitwise read
+    /// onto the scheduler's own stack) and drops it there, releasing the waiter's
+    /// lock; so no waker can ready a G that is still on its stack, and no
+    /// reference into that stack is live while the release happens.
+    Park(Unlock),
+}
+
+/// A parked G's "unlock" value: `data` points to a `U` in the G's frame, `take`
+/// reads it out and drops it (`park::park_g`).
+#[derive(Clone, Copy)]
+pub(crate) struct Unlock {
+    pub(crate) take: unsafe fn(*mut ()),
+    pub(crate) data: *mut (),
 }
 
 /// The coroutine type every G runs on.
@@ -230,6 +240,7 @@ impl G {
     /// The caller is the M that saw this G exit and owns it.
     pub(crate) unsafe fn finish(&self) {
         self.set_status(Status::Dead);
+        self.guard.set((0, 0));
         // SAFETY: exclusive by the caller's contract.
         let ctx = unsafe { self.ctx() };
         ctx.name = None;
@@ -323,33 +334,43 @@ impl G {
     /// # Safety
     /// The caller is the M that popped this G from a run queue and owns it.
     pub(crate) unsafe fn resume(&self, new_stack: impl FnOnce(usize) -> std::io::Result<GStack>) -> Outcome {
-        // SAFETY: we own the G (caller's contract).
+        // The coroutine is moved out of the context while it runs: the G writes
+        // its own context (`switch_out`, its yielder), and no reference of ours
+        // into it may be live across the switch.
+        // SAFETY: we own the G (caller's contract); this borrow ends before the switch.
         let ctx = unsafe { self.ctx() };
         ctx.switch = Switch::None;
-        if ctx.coroutine.is_none() {
-            let task = ctx.task.expect("goro: G resumed without a task");
-            let stack = match new_stack(self.stack_size()) {
-                Ok(stack) => stack,
-                Err(e) => {
-                    // SAFETY: the task's one run, by its M, without a stack.
-                    unsafe { task.run(Some(e)) };
-                    return Outcome::NoStack;
-                }
-            };
-            self.guard.set(stack.guard());
-            let me = GRef::from(self);
-            ctx.coroutine = Some(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
-                // SAFETY: this runs on the G's own coroutine, so the G owns itself.
-                unsafe { me.ctx() }.yielder = yielder;
-                // SAFETY: the task's one run, on its G's own stack.
-                unsafe { task.run(None) };
-            }));
-        }
-        let co = ctx.coroutine.as_mut().expect("coroutine just created");
-        match co.resume(()) {
-            CoroutineResult::Yield(()) => Outcome::Switched,
+        let mut co = match ctx.coroutine.take() {
+            Some(co) => co,
+            None => {
+                let task = ctx.task.expect("goro: G resumed without a task");
+                let stack = match new_stack(self.stack_size()) {
+                    Ok(stack) => stack,
+                    Err(e) => {
+                        // SAFETY: the task's one run, by its M, without a stack.
+                        unsafe { task.run(Some(e)) };
+                        return Outcome::NoStack;
+                    }
+                };
+                self.guard.set(stack.guard());
+                let me = GRef::from(self);
+                Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
+                    // SAFETY: this runs on the G's own coroutine, so the G owns itself.
+                    unsafe { me.ctx() }.yielder = yielder;
+                    // SAFETY: the task's one run, on its G's own stack.
+                    unsafe { task.run(None) };
+                })
+            }
+        };
+        let result = co.resume(());
+        // SAFETY: the G has switched out or finished: we own it again.
+        let ctx = unsafe { self.ctx() };
+        match result {
+            CoroutineResult::Yield(()) => {
+                ctx.coroutine = Some(co);
+                Outcome::Switched
+            }
             CoroutineResult::Return(()) => {
-                let co = ctx.coroutine.take().expect("coroutine present");
                 ctx.yielder = std::ptr::null();
                 Outcome::Exited(co.into_stack())
             }

@@ -29,11 +29,12 @@
 //! `done` goes from `UNCLAIMED` to the winning case exactly once (`AcqRel` CAS): the
 //! winner's writes before its wake are visible to the woken waiter.
 
-use super::g::{GRef, Status, Switch, WaitReason};
+use super::g::{GRef, Status, Switch, Unlock, WaitReason};
 use super::m::{current_g, current_p};
 use super::sched::sched;
 use super::timers::{add_timer, Action};
 use super::wake::wakep;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread::Thread;
@@ -236,13 +237,19 @@ impl<F: FnOnce()> Drop for OnDrop<F> {
 fn park_g<U>(g: GRef, reason: WaitReason, unlock: U) {
     g.set_wait_reason(reason);
     g.cas_status(Status::Running, Status::Waiting);
-    let mut unlock = Some(unlock);
-    let mut release = move || drop(unlock.take());
-    let release: &mut (dyn FnMut() + '_) = &mut release;
-    // SAFETY: only the lifetime is erased. The scheduler calls the closure once,
-    // right after the switch and before anything can ready this G, so the frame
-    // holding it is alive (module docs, step 2).
-    let release: *mut (dyn FnMut() + 'static) = unsafe { std::mem::transmute(release) };
+    // The scheduler takes `unlock` out of this frame (a bitwise move) and drops it
+    // on its own stack; here it must then never be dropped again.
+    let mut unlock = ManuallyDrop::new(unlock);
+    /// # Safety
+    /// `p` points to a live `U` that is never used again by its owner.
+    unsafe fn take<U>(p: *mut ()) {
+        // SAFETY: the caller's contract; the read moves the value out.
+        drop(unsafe { std::ptr::read(p.cast::<U>()) });
+    }
+    let release = Unlock {
+        take: take::<U>,
+        data: (&mut *unlock as *mut U).cast(),
+    };
     // SAFETY: `g` is the G running this code.
     unsafe { g.switch_out(Switch::Park(release)) };
     g.set_wait_reason(WaitReason::None);

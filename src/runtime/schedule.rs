@@ -63,11 +63,10 @@ pub(crate) fn run(m: &'static M) -> ! {
 fn execute(m: &'static M, g: GRef, inherit: bool) {
     let s = sched();
     let p = m.p().expect("execute without a P");
-    // SAFETY: this M holds `p`.
-    let local = unsafe { p.local() };
     if !inherit {
         bump(&p.counters.schedtick, 1);
-        local.inherited = 0;
+        // SAFETY: this M holds `p`; the reference dies here.
+        unsafe { p.local() }.inherited = 0;
     }
     bump(&p.counters.context_switches, 1);
     g.cas_status(Status::Runnable, Status::Running);
@@ -75,13 +74,17 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     m.set_curg(g.id());
     set_current_g(Some(g));
     let default_size = s.config.stack_size;
-    // SAFETY: we popped `g` from a queue, so this M owns it until it switches out.
-    let outcome = unsafe { g.resume(|size| local.stacks.get(&s.stacks, size, default_size)) };
+    // `p.local()` is re-derived each time rather than held across the resume:
+    // the G itself uses it meanwhile (spawns take ids and G headers from it).
+    // SAFETY: we popped `g` from a queue, so this M owns it until it switches out;
+    // the stack closure runs before the switch and its borrow ends with it.
+    let outcome = unsafe { g.resume(|size| p.local().stacks.get(&s.stacks, size, default_size)) };
     set_current_g(None);
     m.set_curg(0);
     match outcome {
         Outcome::Exited(stack) => {
-            local.stacks.put(&s.stacks, stack, default_size);
+            // SAFETY: this M holds `p`; the G is gone, nothing else uses its state.
+            unsafe { p.local() }.stacks.put(&s.stacks, stack, default_size);
             exit_g(p, g);
         }
         Outcome::NoStack => exit_g(p, g),
@@ -97,10 +100,10 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                 Switch::Park(unlock) => {
                     // The G committed to Waiting before switching; only now may its
                     // waiter's lock be released (the one parking protocol, park.rs).
-                    // SAFETY: the closure lives on the parked G's stack, which stays
-                    // intact until someone readies the G — which cannot happen before
-                    // this call releases the lock that guards its waiter record.
-                    unsafe { (*unlock)() };
+                    // SAFETY: `data` is the parked G's unlock value, intact until
+                    // someone readies the G, which needs the lock this releases;
+                    // `take` copies it out before dropping, and runs once.
+                    unsafe { (unlock.take)(unlock.data) };
                 }
                 Switch::None => unreachable!("goro: G switched out without a reason"),
             }
@@ -124,7 +127,11 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
     let s = sched();
     'top: loop {
         let p = m.p().expect("find_runnable without a P");
-        let (now, mut poll_until) = run_timers(p, 0);
+        let TimerRun {
+            now,
+            next: mut poll_until,
+            ..
+        } = run_timers(p, 0);
 
         if p.schedtick() % GLOBAL_CHECK_PERIOD == 0 && !s.global.is_empty() {
             if let Some(g) = global_get(s, p, 1) {
@@ -161,6 +168,9 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
                 become_spinning(m);
                 continue 'top;
             }
+            // Go's pidleput invariant: an idle P has nothing queued (else that
+            // work would be stranded: nobody looks at idle Ps' queues).
+            debug_assert!(p.runq.is_empty(), "goro: idling P{} with Gs in its queue", p.id);
             idle.pidle_put(m.release_p());
         }
         let was_spinning = m.spinning();
@@ -216,22 +226,35 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
     }
 }
 
-/// Runs `p`'s due timers (readying their Gs onto this M's P). Returns the clock
-/// (0 if it was not read) and `p`'s next deadline.
-fn run_timers(p: &P, now: u64) -> (u64, u64) {
+/// What [`run_timers`] did.
+struct TimerRun {
+    /// The clock it read (0 if it did not read it).
+    now: u64,
+    /// The P's next deadline afterwards.
+    next: u64,
+    /// Timers that fired (their Gs are now in this M's P).
+    fired: usize,
+}
+
+/// Runs `p`'s due timers, readying their Gs onto this M's P.
+fn run_timers(p: &P, now: u64) -> TimerRun {
     let next = p.timers.next();
     if next == NO_TIMER {
-        return (now, NO_TIMER);
+        return TimerRun { now, next, fired: 0 };
     }
     let now = if now == 0 { sched().nanotime() } else { now };
     if next > now {
-        return (now, next);
+        return TimerRun { now, next, fired: 0 };
     }
     let fired = p.timers.run_due(now);
     if let Some(mine) = super::m::current_p() {
         bump(&mine.counters.timers_fired, fired as u64);
     }
-    (now, p.timers.next())
+    TimerRun {
+        now,
+        next: p.timers.next(),
+        fired,
+    }
 }
 
 /// `runnext` or the ring, applying the slice rule (module docs).
@@ -253,6 +276,7 @@ fn local_pop(s: &Sched, p: &P) -> Option<(GRef, bool)> {
         // moves on, starting a fresh slice.
         local.inherited = 0;
         s.global.push(g);
+        wakep();
         let g = p.runq.pop_ring().map(GRef::from_ptr).or_else(|| global_get(s, p, 0))?;
         return Some((g, false));
     }
@@ -295,11 +319,13 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
             }
             let v = &s.allp[victim];
             if last && v.timers.next() != NO_TIMER {
-                let before = v.timers.len();
-                let (t, w) = run_timers(v, now);
-                now = t;
-                next_timer = next_timer.min(w);
-                if v.timers.len() < before {
+                // Judged by what fired, not by the heap's length: the victim's
+                // owner may add timers meanwhile, and a G readied into our P that
+                // we then failed to notice would be stranded when the P idles.
+                let run = run_timers(v, now);
+                now = run.now;
+                next_timer = next_timer.min(run.next);
+                if run.fired > 0 {
                     if let Some(found) = local_pop(s, p) {
                         return Stolen::G(found.0, found.1);
                     }

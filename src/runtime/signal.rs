@@ -21,9 +21,21 @@ const ALT_STACK_SIZE: usize = 64 << 10;
 static PREVIOUS: OnceLock<[libc::sigaction; 2]> = OnceLock::new();
 const SIGNALS: [libc::c_int; 2] = [libc::SIGSEGV, libc::SIGBUS];
 
-/// Installs the handler (once per process).
+/// Installs the handler (once per process). The handlers in place before are
+/// recorded first, so a fault on another thread meanwhile still finds them.
 pub(crate) fn install() {
-    PREVIOUS.get_or_init(|| {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: a zeroed sigaction is a valid out-buffer; a null new action only
+        // reads the current one.
+        let previous = unsafe {
+            let mut previous: [libc::sigaction; 2] = std::mem::zeroed();
+            for (sig, prev) in SIGNALS.iter().zip(previous.iter_mut()) {
+                libc::sigaction(*sig, std::ptr::null(), prev);
+            }
+            previous
+        };
+        let _ = PREVIOUS.set(previous);
         // SAFETY: zeroed sigaction is a valid "no handler" value; we fill it in and
         // pass valid pointers to sigaction(2).
         unsafe {
@@ -31,11 +43,9 @@ pub(crate) fn install() {
             action.sa_sigaction = handler as *const () as usize;
             action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
             libc::sigemptyset(&mut action.sa_mask);
-            let mut previous: [libc::sigaction; 2] = std::mem::zeroed();
-            for (sig, prev) in SIGNALS.iter().zip(previous.iter_mut()) {
-                libc::sigaction(*sig, &action, prev);
+            for sig in SIGNALS {
+                libc::sigaction(sig, &action, std::ptr::null_mut());
             }
-            previous
         }
     });
 }

@@ -145,9 +145,12 @@ impl TaskRef {
         }
     }
 
-    /// Takes the join slot's lock (a short spin: it is never held across a park).
+    /// Takes the join slot's lock. It is held for a few instructions, but a joiner
+    /// holds it across its park until the scheduler releases it, so a holder may be
+    /// descheduled by the OS: after a short spin, yield the thread.
     pub(crate) fn lock(self) -> SlotLock {
         let state = &self.header().state;
+        let mut spins = 0u32;
         loop {
             let s = state.load(Ordering::Relaxed);
             if s & LOCKED == 0
@@ -157,7 +160,12 @@ impl TaskRef {
             {
                 return SlotLock(self);
             }
-            std::hint::spin_loop();
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
     }
 

@@ -162,7 +162,7 @@ impl Fire for Inner {
 /// let t = goro::time::Timer::new(Duration::from_millis(10));
 /// let fired_at = t.receiver().recv().unwrap();
 /// assert!(!t.stop(), "already fired and received");
-/// assert!(t.reset(Duration::from_secs(3600)));
+/// assert!(!t.reset(Duration::from_secs(3600)), "nothing was pending");
 /// assert!(t.stop(), "stopped before it fired");
 /// # let _ = fired_at;
 /// ```

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -25,6 +26,13 @@ const (
 	workIters     = 3_000_000        // iterations of work() per imbalanced task
 	parkFor       = 10 * time.Second // how long each parked_rss goroutine sleeps
 	startDeadline = 60 * time.Second // parked_rss: all must have started by then
+
+	bufferedCap       = 128 // buffered: channel capacity
+	bufferedProducers = 4
+	bufferedConsumers = 4
+	skynetFanout      = 10 // skynet: children per node; N must be a power of it
+	mutexTasks        = 4  // mutex_contended: goroutines sharing the lock
+	sleepsPerTask     = 10 // sleepers_*: sleeps per goroutine
 )
 
 // sink keeps results alive so the compiler cannot drop the work.
@@ -42,6 +50,18 @@ func defaultN(workload string) (int, bool) {
 		return 100_000, true
 	case "work_unit":
 		return 50, true
+	case "pingpong":
+		return 1_000_000, true
+	case "buffered":
+		return 4_000_000, true
+	case "skynet":
+		return 1_000_000, true
+	case "mutex_uncontended":
+		return 10_000_000, true
+	case "mutex_contended":
+		return 4_000_000, true
+	case "sleepers_wall", "sleepers_cpu":
+		return 100_000, true
 	}
 	return 0, false
 }
@@ -90,6 +110,20 @@ func main() {
 		f = parkedRSS
 	case "work_unit":
 		f = workUnit
+	case "pingpong":
+		f = pingpong
+	case "buffered":
+		f = buffered
+	case "skynet":
+		f = skynet
+	case "mutex_uncontended":
+		f = mutexUncontended
+	case "mutex_contended":
+		f = mutexContended
+	case "sleepers_wall":
+		f = func(n int) (float64, string) { w, _ := sleepers(n); return w, "s" }
+	case "sleepers_cpu":
+		f = func(n int) (float64, string) { _, c := sleepers(n); return c, "s" }
 	default:
 		known = false
 	}
@@ -108,6 +142,8 @@ func fmtValue(v float64, unit string) string {
 		return strconv.FormatFloat(v, 'f', 4, 64)
 	case "ms":
 		return strconv.FormatFloat(v, 'f', 3, 64)
+	case "msgs/s":
+		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
@@ -215,4 +251,195 @@ func workUnit(n int) (float64, string) {
 		sink ^= work(workIters)
 	}
 	return time.Since(t).Seconds() * 1e3 / float64(n), "ms"
+}
+
+// share: items of part i when n items are split into parts parts (as lib.rs).
+func share(n, parts, i int) int {
+	k := n / parts
+	if i < n%parts {
+		k++
+	}
+	return k
+}
+
+// pingpong: two goroutines, two unbuffered channels; A sends i on ping and
+// waits for it back on pong, B echoes; n round trips.
+func pingpong(n int) (float64, string) {
+	ping, pong := make(chan int), make(chan int)
+	var wg sync.WaitGroup
+	t := time.Now()
+	wg.Go(func() {
+		for i := 0; i < n; i++ {
+			ping <- i
+			if v := <-pong; v != i {
+				fail(fmt.Sprintf("pingpong: expected %d back, got %d", i, v))
+			}
+		}
+	})
+	wg.Go(func() {
+		for i := 0; i < n; i++ {
+			pong <- <-ping
+		}
+	})
+	wg.Wait()
+	return nsPerOp(time.Since(t), n)
+}
+
+// buffered: make(chan int, 128), 4 producer goroutines (n/4 values each) and 4
+// consumers ranging over the channel, closed once every producer is done.
+func buffered(n int) (float64, string) {
+	ch := make(chan int, bufferedCap)
+	var counts, sums [bufferedConsumers]int
+	var prod, cons sync.WaitGroup
+	t := time.Now()
+	for c := 0; c < bufferedConsumers; c++ {
+		cons.Go(func() {
+			count, sum := 0, 0
+			for v := range ch {
+				count++
+				sum += v
+			}
+			counts[c], sums[c] = count, sum
+		})
+	}
+	for p := 0; p < bufferedProducers; p++ {
+		k := share(n, bufferedProducers, p)
+		prod.Go(func() {
+			for i := 0; i < k; i++ {
+				ch <- i
+			}
+		})
+	}
+	prod.Wait()
+	close(ch)
+	cons.Wait()
+	d := time.Since(t)
+	count, sum, want := 0, 0, 0
+	for c := 0; c < bufferedConsumers; c++ {
+		count += counts[c]
+		sum += sums[c]
+	}
+	for p := 0; p < bufferedProducers; p++ {
+		k := share(n, bufferedProducers, p)
+		want += k * (k - 1) / 2
+	}
+	if count != n || sum != want {
+		fail(fmt.Sprintf("buffered: consumers got %d messages summing to %d, expected %d summing to %d", count, sum, n, want))
+	}
+	return float64(n) / d.Seconds(), "msgs/s"
+}
+
+// skynetNode: a leaf sends its index; an inner node makes a make(chan int, 10),
+// starts 10 children on it, sums their 10 answers and sends the sum up.
+// (The canonical go/skynet.go uses an unbuffered make(chan int) per node.)
+func skynetNode(up chan<- int, num, size int) {
+	if size == 1 {
+		up <- num
+		return
+	}
+	rc := make(chan int, skynetFanout)
+	sub := size / skynetFanout
+	for i := 0; i < skynetFanout; i++ {
+		go skynetNode(rc, num+i*sub, sub)
+	}
+	sum := 0
+	for i := 0; i < skynetFanout; i++ {
+		sum += <-rc
+	}
+	up <- sum
+}
+
+// skynet with n leaves; wall seconds until the root's sum is received here.
+func skynet(n int) (float64, string) {
+	for k := n; k != 1; k /= skynetFanout {
+		if k%skynetFanout != 0 {
+			fail(fmt.Sprintf("skynet: N=%d leaves is not a power of %d", n, skynetFanout))
+		}
+	}
+	c := make(chan int, 1)
+	t := time.Now()
+	go skynetNode(c, 0, n)
+	sum := <-c
+	d := time.Since(t)
+	if want := n * (n - 1) / 2; sum != want {
+		fail(fmt.Sprintf("skynet: root sum %d, expected %d", sum, want))
+	}
+	return d.Seconds(), "s"
+}
+
+// mutexUncontended: this goroutine locks, increments and unlocks a sync.Mutex n times.
+func mutexUncontended(n int) (float64, string) {
+	var mu sync.Mutex
+	counter := 0
+	t := time.Now()
+	for i := 0; i < n; i++ {
+		mu.Lock()
+		counter++
+		mu.Unlock()
+	}
+	d := time.Since(t)
+	mu.Lock()
+	if counter != n {
+		fail(fmt.Sprintf("mutex: counter is %d after %d increments", counter, n))
+	}
+	mu.Unlock()
+	return nsPerOp(d, n)
+}
+
+// mutexContended: 4 goroutines each lock, increment and unlock one sync.Mutex n/4 times.
+func mutexContended(n int) (float64, string) {
+	var mu sync.Mutex
+	counter := 0
+	var wg sync.WaitGroup
+	t := time.Now()
+	for g := 0; g < mutexTasks; g++ {
+		k := share(n, mutexTasks, g)
+		wg.Go(func() {
+			for i := 0; i < k; i++ {
+				mu.Lock()
+				counter++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(t)
+	if counter != n {
+		fail(fmt.Sprintf("mutex: counter is %d after %d increments", counter, n))
+	}
+	return nsPerOp(d, n)
+}
+
+// nextSleepMs: the next sleep of a goroutine, 1..=50 ms, from the same 64-bit
+// LCG as lib.rs's next_sleep_ms (state starts at the goroutine's index).
+func nextSleepMs(state *uint64) time.Duration {
+	*state = *state*6364136223846793005 + 1442695040888963407
+	return time.Duration(1+(*state>>33)%50) * time.Millisecond
+}
+
+// processCPU: user + system CPU time of the whole process (getrusage(RUSAGE_SELF)).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fail("getrusage: " + err.Error())
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sleepers: n goroutines each sleep 10 times 1..=50 ms; wall seconds and
+// process CPU seconds from before the first go to after wg.Wait.
+func sleepers(n int) (wall, cpu float64) {
+	var wg sync.WaitGroup
+	cpu0 := processCPU()
+	t := time.Now()
+	for i := 0; i < n; i++ {
+		wg.Go(func() {
+			s := uint64(i)
+			for j := 0; j < sleepsPerTask; j++ {
+				time.Sleep(nextSleepMs(&s))
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(t).Seconds(), (processCPU() - cpu0).Seconds()
 }

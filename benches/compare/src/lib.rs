@@ -46,16 +46,16 @@ pub const SLEEPS_PER_TASK: u32 = 10;
 /// Default size of each workload (`--n` overrides it).
 pub fn default_n(workload: &str) -> Option<u64> {
     Some(match workload {
-        "spawn_join" => 1_000_000, // tasks
-        "yield" => 1_000_000,      // yields per task (2 tasks)
-        "imbalanced" => 1_000,     // CPU-bound tasks
-        "parked_rss" => 100_000,   // sleeping tasks
-        "work_unit" => 50,         // repetitions of one imbalanced task's work
-        "pingpong" => 1_000_000,   // round trips over two unbuffered channels
-        "buffered" => 4_000_000,   // messages in total (N/4 per producer)
-        "skynet" => 1_000_000,     // leaves (a power of 10)
-        "mutex_uncontended" => 10_000_000, // lock + unlock by one task
-        "mutex_contended" => 4_000_000,    // lock + unlock in total (N/4 per task)
+        "spawn_join" => 1_000_000,                   // tasks
+        "yield" => 1_000_000,                        // yields per task (2 tasks)
+        "imbalanced" => 1_000,                       // CPU-bound tasks
+        "parked_rss" => 100_000,                     // sleeping tasks
+        "work_unit" => 50,                           // repetitions of one imbalanced task's work
+        "pingpong" => 1_000_000,                     // round trips over two unbuffered channels
+        "buffered" => 4_000_000,                     // messages in total (N/4 per producer)
+        "skynet" => 1_000_000,                       // leaves (a power of 10)
+        "mutex_uncontended" => 10_000_000,           // lock + unlock by one task
+        "mutex_contended" => 4_000_000,              // lock + unlock in total (N/4 per task)
         "sleepers_wall" | "sleepers_cpu" => 100_000, // tasks sleeping 10 times
         _ => return None,
     })
@@ -167,8 +167,8 @@ pub fn work(iters: u64) -> u64 {
 
 /// VmRSS of this process in KiB, from /proc/self/status.
 pub fn vm_rss_kib() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_else(|e| fail(&format!("read /proc/self/status: {e}")));
+    let s =
+        std::fs::read_to_string("/proc/self/status").unwrap_or_else(|e| fail(&format!("read /proc/self/status: {e}")));
     s.lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
@@ -226,7 +226,7 @@ pub fn buffered_check(n: u64, count: u64, sum: u64) {
 /// `skynet`: exits 1 unless `n` (the number of leaves) is a power of [`SKYNET_FANOUT`].
 pub fn skynet_check_n(n: u64) {
     let mut k = n;
-    while k > 1 && k % SKYNET_FANOUT == 0 {
+    while k > 1 && k.is_multiple_of(SKYNET_FANOUT) {
         k /= SKYNET_FANOUT;
     }
     if k != 1 {
@@ -286,4 +286,3 @@ impl SleepersTimes {
         (self.cpu.as_secs_f64(), "s")
     }
 }
-

@@ -291,5 +291,8 @@ fn sleepers(n: u64) -> SleepersTimes {
             fail("a sleeping G panicked");
         }
     }
-    SleepersTimes { wall: t.elapsed(), cpu: process_cpu_time() - cpu }
+    SleepersTimes {
+        wall: t.elapsed(),
+        cpu: process_cpu_time() - cpu,
+    }
 }

@@ -4,9 +4,11 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use compare::*;
+use may::sync::{mpmc, mpsc};
 
 const IMPL: &str = "may";
 
@@ -18,6 +20,13 @@ fn main() {
         "imbalanced" => imbalanced,
         "parked_rss" => parked_rss,
         "work_unit" => work_unit,
+        "pingpong" => pingpong,
+        "buffered" => buffered,
+        "skynet" => skynet,
+        "mutex_uncontended" => mutex_uncontended,
+        "mutex_contended" => mutex_contended,
+        "sleepers_wall" => |n| sleepers(n).wall(),
+        "sleepers_cpu" => |n| sleepers(n).cpu(),
         other => unknown_workload(IMPL, other),
     };
     let procs = procs_from_env();
@@ -25,20 +34,22 @@ fn main() {
     let n = args.n;
     let m = match go(move || f(n)).join() {
         Ok(m) => m,
-        Err(p) => {
-            let mut msg = format!("driver coroutine panicked: {}", panic_message(&*p));
-            if msg.contains("alloc sys stack") {
-                // Each may stack is its own mmap plus a guard page (two mappings).
-                let max = std::fs::read_to_string("/proc/sys/vm/max_map_count").unwrap_or_default();
-                msg += &format!(
-                    " [each may stack is an mmap + guard page; vm.max_map_count={}]",
-                    max.trim()
-                );
-            }
-            fail(&msg)
-        }
+        Err(p) => fail(&explain(format!("driver coroutine panicked: {}", panic_message(&*p)))),
     };
     emit_and_exit(&args.workload, IMPL, may::config().get_workers(), m)
+}
+
+/// Adds the likely cause to a panic message about a failed stack allocation.
+fn explain(mut msg: String) -> String {
+    if msg.contains("alloc sys stack") {
+        // Each may stack is its own mmap plus a guard page (two mappings).
+        let max = std::fs::read_to_string("/proc/sys/vm/max_map_count").unwrap_or_default();
+        msg += &format!(
+            " [each may stack is an mmap + guard page; vm.max_map_count={}]",
+            max.trim()
+        );
+    }
+    msg
 }
 
 /// may's spawn is unsafe (TLS access and stack overflow are UB in a coroutine);
@@ -133,4 +144,192 @@ fn work_unit(n: u64) -> Measure {
         black_box(work(black_box(WORK_ITERS)));
     }
     (t.elapsed().as_secs_f64() * 1e3 / n as f64, "ms")
+}
+
+/// Two coroutines, two `may::sync::mpsc::channel()`: may has no bounded or
+/// rendezvous channel (no sync_channel), so these are unbounded; A sends i on
+/// `ping` and waits for it back on `pong`, B echoes; n round trips.
+fn pingpong(n: u64) -> Measure {
+    let (ping_tx, ping_rx) = mpsc::channel::<u64>();
+    let (pong_tx, pong_rx) = mpsc::channel::<u64>();
+    let t = Instant::now();
+    let a = go(move || {
+        for i in 0..n {
+            ping_tx.send(i).unwrap_or_else(|_| fail("pingpong: ping send failed"));
+            match pong_rx.recv() {
+                Ok(v) if v == i => {}
+                other => fail(&format!("pingpong: expected Ok({i}) back, got {other:?}")),
+            }
+        }
+    });
+    let b = go(move || {
+        for _ in 0..n {
+            let v = ping_rx.recv().unwrap_or_else(|_| fail("pingpong: ping recv failed"));
+            pong_tx.send(v).unwrap_or_else(|_| fail("pingpong: pong send failed"));
+        }
+    });
+    for h in [a, b] {
+        if h.join().is_err() {
+            fail("a pingpong coroutine panicked");
+        }
+    }
+    ns_per_op(t.elapsed(), n)
+}
+
+/// `may::sync::mpmc::channel()` (MPMC but unbounded: may has no bounded
+/// channel, so producers never wait), 4 producer coroutines (n/4 values each)
+/// and 4 consumer coroutines that receive until the last Sender is dropped.
+fn buffered(n: u64) -> Measure {
+    let (tx, rx) = mpmc::channel::<u64>();
+    let t = Instant::now();
+    let consumers: Vec<_> = (0..BUFFERED_CONSUMERS)
+        .map(|_| {
+            let rx = rx.clone();
+            go(move || {
+                let (mut count, mut sum) = (0u64, 0u64);
+                while let Ok(v) = rx.recv() {
+                    count += 1;
+                    sum += v;
+                }
+                (count, sum)
+            })
+        })
+        .collect();
+    drop(rx);
+    let producers: Vec<_> = (0..BUFFERED_PRODUCERS)
+        .map(|p| {
+            let tx = tx.clone();
+            let k = share(n, BUFFERED_PRODUCERS, p);
+            go(move || {
+                for i in 0..k {
+                    tx.send(i).unwrap_or_else(|_| fail("buffered: send failed"));
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    for h in producers {
+        if h.join().is_err() {
+            fail("a buffered producer coroutine panicked");
+        }
+    }
+    let (mut count, mut sum) = (0, 0);
+    for h in consumers {
+        match h.join() {
+            Ok((c, s)) => {
+                count += c;
+                sum += s;
+            }
+            Err(_) => fail("a buffered consumer coroutine panicked"),
+        }
+    }
+    let d = t.elapsed();
+    buffered_check(n, count, sum);
+    msgs_per_sec(d, n)
+}
+
+/// One skynet node: a leaf sends its index; an inner node makes a
+/// `may::sync::mpsc::channel()` (unbounded; with 10 senders of one value each
+/// it never holds more than a cap-10 channel would), spawns 10 children on it,
+/// sums their 10 answers and sends the sum up. A failed spawn (may allocates
+/// the child's stack in `spawn`) ends the process with the reason, instead of
+/// leaving the parent waiting forever.
+fn skynet_node(up: mpsc::Sender<u64>, num: u64, size: u64) {
+    let v = if size == 1 {
+        num
+    } else {
+        let (tx, rx) = mpsc::channel::<u64>();
+        let sub = size / SKYNET_FANOUT;
+        for i in 0..SKYNET_FANOUT {
+            let tx = tx.clone();
+            let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                go(move || skynet_node(tx, num + i * sub, sub))
+            }));
+            match spawned {
+                Ok(h) => drop(h),
+                Err(p) => fail(&explain(format!("skynet: spawn panicked: {}", panic_message(&*p)))),
+            }
+        }
+        drop(tx);
+        let mut sum = 0;
+        for _ in 0..SKYNET_FANOUT {
+            sum += rx.recv().unwrap_or_else(|_| fail("skynet: recv failed"));
+        }
+        sum
+    };
+    up.send(v).unwrap_or_else(|_| fail("skynet: send failed"));
+}
+
+/// skynet with n leaves; wall seconds until the root's sum is received here.
+fn skynet(n: u64) -> Measure {
+    skynet_check_n(n);
+    let (tx, rx) = mpsc::channel::<u64>();
+    let t = Instant::now();
+    drop(go(move || skynet_node(tx, 0, n)));
+    let sum = rx.recv().unwrap_or_else(|_| fail("skynet: root recv failed"));
+    let d = t.elapsed();
+    skynet_check_sum(n, sum);
+    (d.as_secs_f64(), "s")
+}
+
+/// This coroutine locks, increments and unlocks a `may::sync::Mutex` n times.
+fn mutex_uncontended(n: u64) -> Measure {
+    let m = may::sync::Mutex::new(0u64);
+    let t = Instant::now();
+    for _ in 0..n {
+        *m.lock().unwrap() += 1;
+    }
+    let d = t.elapsed();
+    mutex_check(n, *m.lock().unwrap());
+    ns_per_op(d, n)
+}
+
+/// 4 coroutines each lock, increment and unlock one `may::sync::Mutex` n/4 times.
+fn mutex_contended(n: u64) -> Measure {
+    let m = Arc::new(may::sync::Mutex::new(0u64));
+    let t = Instant::now();
+    let hs: Vec<_> = (0..MUTEX_TASKS)
+        .map(|i| {
+            let m = m.clone();
+            let k = share(n, MUTEX_TASKS, i);
+            go(move || {
+                for _ in 0..k {
+                    *m.lock().unwrap() += 1;
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        if h.join().is_err() {
+            fail("a mutex coroutine panicked");
+        }
+    }
+    let d = t.elapsed();
+    mutex_check(n, *m.lock().unwrap());
+    ns_per_op(d, n)
+}
+
+/// n coroutines each sleep 10 times 1..=50 ms (next_sleep_ms); this one joins them all.
+fn sleepers(n: u64) -> SleepersTimes {
+    let cpu = process_cpu_time();
+    let t = Instant::now();
+    let hs: Vec<_> = (0..n)
+        .map(|i| {
+            go(move || {
+                let mut s = i;
+                for _ in 0..SLEEPS_PER_TASK {
+                    may::coroutine::sleep(Duration::from_millis(next_sleep_ms(&mut s)));
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        if h.join().is_err() {
+            fail("a sleeping coroutine panicked");
+        }
+    }
+    SleepersTimes {
+        wall: t.elapsed(),
+        cpu: process_cpu_time() - cpu,
+    }
 }

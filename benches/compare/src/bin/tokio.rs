@@ -10,9 +10,11 @@ use std::future::Future;
 use std::hint::black_box;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use compare::*;
+use tokio::sync::mpsc;
 
 const IMPL: &str = "tokio";
 
@@ -27,6 +29,13 @@ fn main() {
         "imbalanced" => Box::pin(imbalanced(n)),
         "parked_rss" => Box::pin(parked_rss(n)),
         "work_unit" => Box::pin(work_unit(n)),
+        "pingpong" => Box::pin(pingpong(n)),
+        "buffered" => Box::pin(buffered(n)),
+        "skynet" => Box::pin(skynet(n)),
+        "mutex_uncontended" => Box::pin(mutex_uncontended(n)),
+        "mutex_contended" => Box::pin(mutex_contended(n)),
+        "sleepers_wall" => Box::pin(async move { sleepers(n).await.wall() }),
+        "sleepers_cpu" => Box::pin(async move { sleepers(n).await.cpu() }),
         other => unknown_workload(IMPL, other),
     };
 
@@ -37,9 +46,7 @@ fn main() {
         _ => procs == 1,
     };
     let rt = if current {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
     } else {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(procs)
@@ -94,9 +101,7 @@ async fn yield_pingpong(n: u64) -> Measure {
 /// n CPU-bound tasks (no .await inside: tokio cannot preempt them, as may).
 async fn imbalanced(n: u64) -> Measure {
     let t = Instant::now();
-    let hs: Vec<_> = (0..n)
-        .map(|_| tokio::spawn(async { work(WORK_ITERS) }))
-        .collect();
+    let hs: Vec<_> = (0..n).map(|_| tokio::spawn(async { work(WORK_ITERS) })).collect();
     let mut sink = 0u64;
     for h in hs {
         match h.await {
@@ -140,4 +145,195 @@ async fn work_unit(n: u64) -> Measure {
         black_box(work(black_box(WORK_ITERS)));
     }
     (t.elapsed().as_secs_f64() * 1e3 / n as f64, "ms")
+}
+
+/// Two tasks, two `tokio::sync::mpsc::channel(1)` (Tokio has no rendezvous
+/// channel; capacity 1 is the smallest): A sends i on `ping` and waits for it
+/// back on `pong`, B echoes; n round trips.
+async fn pingpong(n: u64) -> Measure {
+    let (ping_tx, mut ping_rx) = mpsc::channel::<u64>(1);
+    let (pong_tx, mut pong_rx) = mpsc::channel::<u64>(1);
+    let t = Instant::now();
+    let a = tokio::spawn(async move {
+        for i in 0..n {
+            if ping_tx.send(i).await.is_err() {
+                fail("pingpong: ping send failed");
+            }
+            match pong_rx.recv().await {
+                Some(v) if v == i => {}
+                other => fail(&format!("pingpong: expected Some({i}) back, got {other:?}")),
+            }
+        }
+    });
+    let b = tokio::spawn(async move {
+        for _ in 0..n {
+            let v = ping_rx
+                .recv()
+                .await
+                .unwrap_or_else(|| fail("pingpong: ping recv failed"));
+            if pong_tx.send(v).await.is_err() {
+                fail("pingpong: pong send failed");
+            }
+        }
+    });
+    for h in [a, b] {
+        if let Err(e) = h.await {
+            fail(&format!("a pingpong task failed: {e}"));
+        }
+    }
+    ns_per_op(t.elapsed(), n)
+}
+
+/// `async_channel::bounded(128)` (MPMC, as Go's channel), 4 producer tasks (n/4
+/// values each) and 4 consumer tasks that receive until the channel is closed
+/// (when the last Sender is dropped).
+async fn buffered(n: u64) -> Measure {
+    let (tx, rx) = async_channel::bounded::<u64>(BUFFERED_CAP);
+    let t = Instant::now();
+    let consumers: Vec<_> = (0..BUFFERED_CONSUMERS)
+        .map(|_| {
+            let rx = rx.clone();
+            tokio::spawn(async move {
+                let (mut count, mut sum) = (0u64, 0u64);
+                while let Ok(v) = rx.recv().await {
+                    count += 1;
+                    sum += v;
+                }
+                (count, sum)
+            })
+        })
+        .collect();
+    drop(rx);
+    let producers: Vec<_> = (0..BUFFERED_PRODUCERS)
+        .map(|p| {
+            let tx = tx.clone();
+            let k = share(n, BUFFERED_PRODUCERS, p);
+            tokio::spawn(async move {
+                for i in 0..k {
+                    if tx.send(i).await.is_err() {
+                        fail("buffered: send failed");
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    for h in producers {
+        if let Err(e) = h.await {
+            fail(&format!("a buffered producer task failed: {e}"));
+        }
+    }
+    let (mut count, mut sum) = (0, 0);
+    for h in consumers {
+        match h.await {
+            Ok((c, s)) => {
+                count += c;
+                sum += s;
+            }
+            Err(e) => fail(&format!("a buffered consumer task failed: {e}")),
+        }
+    }
+    let d = t.elapsed();
+    buffered_check(n, count, sum);
+    msgs_per_sec(d, n)
+}
+
+/// One skynet node (a boxed future: it spawns itself): a leaf sends its index;
+/// an inner node makes an `mpsc::channel(10)`, spawns 10 children on it, sums
+/// their 10 answers and sends the sum up.
+fn skynet_node(up: mpsc::Sender<u64>, num: u64, size: u64) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        let v = if size == 1 {
+            num
+        } else {
+            let (tx, mut rx) = mpsc::channel::<u64>(SKYNET_FANOUT as usize);
+            let sub = size / SKYNET_FANOUT;
+            for i in 0..SKYNET_FANOUT {
+                drop(tokio::spawn(skynet_node(tx.clone(), num + i * sub, sub)));
+            }
+            drop(tx);
+            let mut sum = 0;
+            for _ in 0..SKYNET_FANOUT {
+                sum += rx.recv().await.unwrap_or_else(|| fail("skynet: recv failed"));
+            }
+            sum
+        };
+        if up.send(v).await.is_err() {
+            fail("skynet: send failed");
+        }
+    })
+}
+
+/// skynet with n leaves; wall seconds until the root's sum is received here.
+async fn skynet(n: u64) -> Measure {
+    skynet_check_n(n);
+    let (tx, mut rx) = mpsc::channel::<u64>(1);
+    let t = Instant::now();
+    drop(tokio::spawn(skynet_node(tx, 0, n)));
+    let sum = rx.recv().await.unwrap_or_else(|| fail("skynet: root recv failed"));
+    let d = t.elapsed();
+    skynet_check_sum(n, sum);
+    (d.as_secs_f64(), "s")
+}
+
+/// This task locks, increments and unlocks a `tokio::sync::Mutex` n times.
+async fn mutex_uncontended(n: u64) -> Measure {
+    let m = tokio::sync::Mutex::new(0u64);
+    let t = Instant::now();
+    for _ in 0..n {
+        *m.lock().await += 1;
+    }
+    let d = t.elapsed();
+    mutex_check(n, *m.lock().await);
+    ns_per_op(d, n)
+}
+
+/// 4 tasks each lock, increment and unlock one `tokio::sync::Mutex` n/4 times.
+async fn mutex_contended(n: u64) -> Measure {
+    let m = Arc::new(tokio::sync::Mutex::new(0u64));
+    let t = Instant::now();
+    let hs: Vec<_> = (0..MUTEX_TASKS)
+        .map(|i| {
+            let m = m.clone();
+            let k = share(n, MUTEX_TASKS, i);
+            tokio::spawn(async move {
+                for _ in 0..k {
+                    *m.lock().await += 1;
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        if let Err(e) = h.await {
+            fail(&format!("a mutex task failed: {e}"));
+        }
+    }
+    let d = t.elapsed();
+    mutex_check(n, *m.lock().await);
+    ns_per_op(d, n)
+}
+
+/// n tasks each sleep 10 times 1..=50 ms (next_sleep_ms); this task awaits them all.
+async fn sleepers(n: u64) -> SleepersTimes {
+    let cpu = process_cpu_time();
+    let t = Instant::now();
+    let hs: Vec<_> = (0..n)
+        .map(|i| {
+            tokio::spawn(async move {
+                let mut s = i;
+                for _ in 0..SLEEPS_PER_TASK {
+                    tokio::time::sleep(Duration::from_millis(next_sleep_ms(&mut s))).await;
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        if let Err(e) = h.await {
+            fail(&format!("a sleeping task failed: {e}"));
+        }
+    }
+    SleepersTimes {
+        wall: t.elapsed(),
+        cpu: process_cpu_time() - cpu,
+    }
 }
