@@ -14,9 +14,11 @@
 //! 32k live stacks under the default 65530 map limit).
 //!
 //! Slabs are never unmapped: like Go's stack spans they are recycled through the
-//! free lists. A stack given back to a large global pool has its pages released
-//! with `MADV_DONTNEED` (the guard survives that), so a burst of many live Gs does not
-//! pin its peak memory forever.
+//! free lists, and their touched pages stay resident for the next G. Releasing
+//! each returned stack's pages at once (`MADV_DONTNEED`) was measured and dropped:
+//! every call flushes the TLB on all cores, and with 100,000 sleeping Gs exiting it
+//! cost a fifth of the run's cycles. Giving idle pooled memory back belongs in a
+//! background scavenger (Go's), not on the exit path.
 //!
 //! # Who may touch what
 //! [`StackCache`] lives inside a P and is used only by the M holding that P.
@@ -35,8 +37,6 @@ const SLAB_BYTES: usize = 64 << 20;
 const CACHE_BATCH: usize = 16;
 /// A P's cache holds at most this many stacks before giving half back.
 const CACHE_MAX: usize = 64;
-/// Beyond this many pooled stacks of one size, pooled stacks have their memory released.
-const POOL_KEEP_RESIDENT: usize = 1024;
 /// Smallest stack handed out (smaller requests are rounded up).
 pub(crate) const MIN_STACK_SIZE: usize = 16 << 10;
 /// Largest stack accepted.
@@ -89,15 +89,6 @@ impl GStack {
     /// `[lo, hi)` of the guard page.
     pub(crate) fn guard(&self) -> (usize, usize) {
         (self.bottom - page_size(), self.bottom)
-    }
-
-    /// Gives the stack's pages back to the kernel; the next touch reads zeros.
-    fn release_memory(&self) {
-        // SAFETY: [bottom, top) is a mapping we own and nothing runs on this stack
-        // (it is in the free pool). MADV_DONTNEED keeps the guard marker.
-        unsafe {
-            libc::madvise(self.bottom as *mut libc::c_void, self.size(), libc::MADV_DONTNEED);
-        }
     }
 }
 
@@ -200,11 +191,7 @@ impl StackPool {
     pub(crate) fn give(&self, stacks: impl IntoIterator<Item = GStack>) {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         for s in stacks {
-            let list = free.entry(s.size()).or_default();
-            if list.len() >= POOL_KEEP_RESIDENT {
-                s.release_memory();
-            }
-            list.push(s);
+            free.entry(s.size()).or_default().push(s);
         }
     }
 }
