@@ -19,8 +19,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
 const CONTENDED: u32 = 2;
-/// Spins before going to sleep on the futex.
-const SPINS: u32 = 100;
+/// Looks at the lock this many times before going to sleep on the futex.
+const SPINS: u32 = 40;
+/// Most spin hints between two looks.
+const MAX_BACKOFF: u32 = 64;
 
 /// A raw futex mutex. See the module docs.
 pub(crate) struct RawMutex {
@@ -48,6 +50,9 @@ impl RawMutex {
 
     #[cold]
     fn lock_contended(&self) {
+        // Exponential backoff between looks: each look pulls the lock's cache line
+        // away from the holder, whose unlock then has to fetch it back.
+        let mut backoff = 1u32;
         for _ in 0..SPINS {
             if self.state.load(Ordering::Relaxed) == UNLOCKED
                 && self
@@ -57,7 +62,10 @@ impl RawMutex {
             {
                 return;
             }
-            std::hint::spin_loop();
+            for _ in 0..backoff {
+                std::hint::spin_loop();
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
         // Mark contended; whoever unlocks then wakes a sleeper.
         while self.state.swap(CONTENDED, Ordering::Acquire) != UNLOCKED {

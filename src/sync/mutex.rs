@@ -32,8 +32,10 @@ const LOCKED: u32 = 1;
 const WAITERS: u32 = 2;
 /// Hand the lock to a waiter that has waited this long (Go's starvation threshold).
 const STARVATION: Duration = Duration::from_millis(1);
-/// CAS attempts before queueing (Go spins a few times on multicore machines).
-const SPINS: u32 = 32;
+/// Looks before queueing (Go spins a few times on multicore machines).
+const SPINS: u32 = 16;
+/// Most spin hints between two looks.
+const MAX_BACKOFF: u32 = 64;
 
 /// A mutual exclusion lock for goroutines. Blocked lockers park (from a plain thread:
 /// block) and queue first come, first served.
@@ -88,8 +90,15 @@ impl<T> Mutex<T> {
 
 impl<T: ?Sized> Mutex<T> {
     /// Locks, parking the goroutine (or blocking the thread) while another holds it.
+    #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        if !self.try_acquire() {
+        // Fast path: one CAS from "free, nobody waiting".
+        if self
+            .state
+            .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+            && !self.try_acquire()
+        {
             self.lock_slow();
         }
         MutexGuard { mutex: self }
@@ -117,9 +126,15 @@ impl<T: ?Sized> Mutex<T> {
 
     #[cold]
     fn lock_slow(&self) {
+        // Spin with exponential backoff between looks, so the spinner does not keep
+        // pulling the state's cache line away from the holder (as `RawMutex`).
+        let mut backoff = 1u32;
         for _ in 0..SPINS {
-            std::hint::spin_loop();
-            if self.try_acquire() {
+            for _ in 0..backoff {
+                std::hint::spin_loop();
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            if self.state.load(Ordering::Relaxed) & LOCKED == 0 && self.try_acquire() {
                 return;
             }
         }
@@ -143,14 +158,19 @@ impl<T: ?Sized> Mutex<T> {
         }
     }
 
+    #[inline]
     fn unlock(&self) {
         if self
             .state
             .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
-            .is_ok()
+            .is_err()
         {
-            return;
+            self.unlock_slow();
         }
+    }
+
+    #[cold]
+    fn unlock_slow(&self) {
         let mut q = self.waiters.lock();
         let Some(head) = q.pop_claimed() else {
             // WAITERS was stale: nobody queued.
@@ -217,6 +237,7 @@ impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
 }
 
 impl<T: ?Sized> Drop for MutexGuard<'_, T> {
+    #[inline]
     fn drop(&mut self) {
         self.mutex.unlock();
     }
