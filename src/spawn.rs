@@ -12,7 +12,7 @@
 //! reads the slot through [`TaskHead<T>`], a `#[repr(C)]` prefix of every
 //! `Task<F, T>`, which puts the slot at the same offset whatever `F` is.
 
-use crate::runtime::g::{GRef, Status, Switch, WaitReason};
+use crate::runtime::g::{GRef, Switch, WaitReason};
 use crate::runtime::gfree::gfget;
 use crate::runtime::m::{current_g, current_p};
 use crate::runtime::p::{bump, P};
@@ -240,7 +240,6 @@ fn next_goid(p: Option<&P>) -> u64 {
 /// Queues a new G (Go's `newproc`): to the `runnext` of `p` (the current M's P),
 /// or the global queue from a plain thread; then maybe wakes an M.
 fn newproc(p: Option<&P>, g: GRef) {
-    g.set_status(Status::Runnable);
     match p {
         Some(p) => {
             bump(&p.counters.spawned, 1);

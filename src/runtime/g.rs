@@ -216,7 +216,8 @@ impl G {
         GRef(NonNull::from(Box::leak(g)))
     }
 
-    /// Readies a free header to run `task` as goroutine `id` (status `Idle`).
+    /// Readies a free header to run `task` as goroutine `id`. It is `Runnable`
+    /// from here on (it is about to be queued), so a trace never shows a half-made G.
     ///
     /// # Safety
     /// The caller owns this free header exclusively (it came from `gfget`).
@@ -225,7 +226,7 @@ impl G {
         self.id.store(id, Ordering::Relaxed);
         self.stack_size.store(stack_size, Ordering::Relaxed);
         self.m.store(-1, Ordering::Relaxed);
-        self.set_status(Status::Idle);
+        self.set_status(Status::Runnable);
         // SAFETY: exclusive by the caller's contract.
         let ctx = unsafe { self.ctx() };
         debug_assert!(ctx.coroutine.is_none() && ctx.task.is_none());
