@@ -24,6 +24,7 @@ pub(crate) mod note;
 pub(crate) mod p;
 mod panics;
 pub(crate) mod park;
+mod quadheap;
 pub(crate) mod runq;
 pub(crate) mod sched;
 mod schedule;

@@ -24,10 +24,9 @@
 use super::g::GRef;
 use super::m::current_p;
 use super::park::{Claim, TIMED_OUT};
+use super::quadheap::QuadHeap;
 use super::sched::sched;
 use super::wake::wake_netpoller;
-use std::cmp::Ordering as CmpOrdering;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -90,34 +89,10 @@ pub(crate) fn add_timer(when: u64, action: Action) {
     wake_netpoller(when);
 }
 
-struct Entry {
-    when: u64,
-    /// Insertion order: equal deadlines fire first-in, first-out.
-    seq: u64,
-    action: Action,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        (self.when, self.seq) == (other.when, other.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    /// Reversed, so `BinaryHeap` (a max-heap) pops the earliest deadline.
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        (other.when, other.seq).cmp(&(self.when, self.seq))
-    }
-}
-
 #[derive(Default)]
 struct Heap {
-    entries: BinaryHeap<Entry>,
+    /// Actions keyed by (deadline, insertion order): equal deadlines fire FIFO.
+    entries: QuadHeap<Action>,
     seq: u64,
     /// Compact when the heap reaches this size.
     compact_at: usize,
@@ -154,16 +129,16 @@ impl Timers {
         let mut h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
         let seq = h.seq;
         h.seq += 1;
-        h.entries.push(Entry { when, seq, action });
+        h.entries.push((when, seq), action);
         if h.entries.len() >= h.compact_at.max(COMPACT_MIN) {
-            h.entries.retain(|e| e.action.is_live());
+            h.entries.retain(Action::is_live);
             h.compact_at = 2 * h.entries.len();
         }
         self.publish(&h);
     }
 
     fn publish(&self, h: &Heap) {
-        let next = h.entries.peek().map_or(NO_TIMER, |e| e.when);
+        let next = h.entries.peek_key().map_or(NO_TIMER, |(when, _)| when);
         self.next.store(next, Ordering::Release);
         self.len.store(h.entries.len(), Ordering::Relaxed);
     }
@@ -177,8 +152,8 @@ impl Timers {
         let mut due = Vec::new();
         {
             let mut h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
-            while h.entries.peek().is_some_and(|e| e.when <= now) {
-                due.push(h.entries.pop().expect("peeked").action);
+            while h.entries.peek_key().is_some_and(|(when, _)| when <= now) {
+                due.push(h.entries.pop().expect("peeked").1);
             }
             self.publish(&h);
         }
