@@ -23,12 +23,11 @@
 use super::error::{RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
 use crate::runtime::g::WaitReason;
 use crate::runtime::lock::{RawGuard, RawMutex};
-use crate::runtime::park::{Claim, Parker, Waiter, TIMED_OUT};
-use crate::runtime::waitq::{Sudog, WaitQueue};
+use crate::runtime::park::Waiter;
+use crate::runtime::waitq::{block, Sudog, WaitQueue};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The state behind the lock.
@@ -211,24 +210,11 @@ impl<T> Chan<T> {
             return Err(SendTimeoutError::Timeout(v));
         }
         let sg = Sudog::new(Some(v));
-        let parker = Parker::new();
-        match timeout {
-            None => {
-                let claim = Claim::new(parker.waiter());
-                sg.bind(&claim, 0);
-                l.st().sendq.push(&sg);
-                parker.park(WaitReason::ChanSend, l);
-            }
-            Some(d) => {
-                let claim = Arc::new(Claim::new(parker.waiter()));
-                sg.bind(&claim, 0);
-                l.st().sendq.push(&sg);
-                parker.park_timeout(WaitReason::ChanSend, l, &claim, d);
-                if claim.winner() == TIMED_OUT {
-                    self.lock().st().sendq.remove(&sg);
-                    return Err(SendTimeoutError::Timeout(sg.take().expect("unsent value")));
-                }
-            }
+        l.st().sendq.push(&sg);
+        if !block(&sg, l, WaitReason::ChanSend, timeout, |sg| {
+            self.lock().st().sendq.remove(sg)
+        }) {
+            return Err(SendTimeoutError::Timeout(sg.take().expect("unsent value")));
         }
         if sg.success() {
             Ok(())
@@ -260,24 +246,11 @@ impl<T> Chan<T> {
             return Err(RecvTimeoutError::Timeout);
         }
         let sg = Sudog::new(None);
-        let parker = Parker::new();
-        match timeout {
-            None => {
-                let claim = Claim::new(parker.waiter());
-                sg.bind(&claim, 0);
-                l.st().recvq.push(&sg);
-                parker.park(WaitReason::ChanRecv, l);
-            }
-            Some(d) => {
-                let claim = Arc::new(Claim::new(parker.waiter()));
-                sg.bind(&claim, 0);
-                l.st().recvq.push(&sg);
-                parker.park_timeout(WaitReason::ChanRecv, l, &claim, d);
-                if claim.winner() == TIMED_OUT {
-                    self.lock().st().recvq.remove(&sg);
-                    return Err(RecvTimeoutError::Timeout);
-                }
-            }
+        l.st().recvq.push(&sg);
+        if !block(&sg, l, WaitReason::ChanRecv, timeout, |sg| {
+            self.lock().st().recvq.remove(sg)
+        }) {
+            return Err(RecvTimeoutError::Timeout);
         }
         match sg.take() {
             Some(v) => Ok(v),

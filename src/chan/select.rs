@@ -19,6 +19,7 @@ use super::channel::{wake_one, Chan, Wake};
 use super::error::{RecvError, SendError};
 use super::{Receiver, Sender};
 use crate::runtime::g::WaitReason;
+use crate::runtime::lock::RawMutex;
 use crate::runtime::park::{Claim, Parker};
 use crate::runtime::waitq::Sudog;
 use std::cell::Cell;
@@ -31,19 +32,23 @@ pub struct Ctx {
     claim: *const Claim,
 }
 
+/// A channel's lock, as a select sees it. Opaque outside.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct LockRef<'a>(&'a RawMutex);
+
+impl LockRef<'_> {
+    fn addr(self) -> usize {
+        self.0 as *const RawMutex as usize
+    }
+}
+
 /// One arm of a `select!`, type-erased. Implemented by [`RecvCase`] and
 /// [`SendCase`]; not for use outside the macro.
 #[doc(hidden)]
 pub trait Case {
-    /// The channel's address: the lock order.
-    fn addr(&self) -> usize;
-    /// Takes the channel's lock.
-    fn lock(&self);
-    /// Releases the channel's lock.
-    ///
-    /// # Safety
-    /// The lock is held by this select.
-    unsafe fn unlock(&self);
+    /// The channel's lock (its address is the lock order).
+    fn lock_ref(&self) -> LockRef<'_>;
     /// Lock held: completes the operation now if it can.
     ///
     /// # Safety
@@ -95,17 +100,8 @@ impl<'a, T> RecvCase<'a, T> {
 }
 
 impl<T> Case for RecvCase<'_, T> {
-    fn addr(&self) -> usize {
-        self.chan as *const Chan<T> as usize
-    }
-
-    fn lock(&self) {
-        self.chan.raw_lock().lock();
-    }
-
-    unsafe fn unlock(&self) {
-        // SAFETY: the caller's contract: we hold it.
-        unsafe { self.chan.raw_lock().unlock() };
+    fn lock_ref(&self) -> LockRef<'_> {
+        LockRef(self.chan.raw_lock())
     }
 
     unsafe fn try_now(&self, cx: &mut Ctx) -> bool {
@@ -175,17 +171,8 @@ impl<'a, T> SendCase<'a, T> {
 }
 
 impl<T> Case for SendCase<'_, T> {
-    fn addr(&self) -> usize {
-        self.chan as *const Chan<T> as usize
-    }
-
-    fn lock(&self) {
-        self.chan.raw_lock().lock();
-    }
-
-    unsafe fn unlock(&self) {
-        // SAFETY: the caller's contract: we hold it.
-        unsafe { self.chan.raw_lock().unlock() };
+    fn lock_ref(&self) -> LockRef<'_> {
+        LockRef(self.chan.raw_lock())
     }
 
     unsafe fn try_now(&self, cx: &mut Ctx) -> bool {
@@ -238,27 +225,27 @@ impl<T> Case for SendCase<'_, T> {
 /// The channels of a select, locked in address order; unlocks all on drop (which,
 /// when parking, happens on the scheduler side after the switch).
 struct LockSet<'a> {
-    /// One case per distinct channel, in address order.
-    cases: Vec<&'a dyn Case>,
+    /// One lock per distinct channel, in address order.
+    locks: Vec<LockRef<'a>>,
 }
 
 impl<'a> LockSet<'a> {
     fn lock(cases: &[&'a dyn Case]) -> Self {
-        let mut order: Vec<&'a dyn Case> = cases.to_vec();
-        order.sort_by_key(|c| c.addr());
-        order.dedup_by_key(|c| c.addr());
-        for c in &order {
-            c.lock();
+        let mut locks: Vec<LockRef<'a>> = cases.iter().map(|c| c.lock_ref()).collect();
+        locks.sort_by_key(|l| l.addr());
+        locks.dedup_by_key(|l| l.addr());
+        for l in &locks {
+            l.0.lock();
         }
-        LockSet { cases: order }
+        LockSet { locks }
     }
 }
 
 impl Drop for LockSet<'_> {
     fn drop(&mut self) {
-        for c in self.cases.iter().rev() {
+        for l in self.locks.iter().rev() {
             // SAFETY: `lock` took each of these once.
-            unsafe { c.unlock() };
+            unsafe { l.0.unlock() };
         }
     }
 }

@@ -18,10 +18,13 @@
 //! - Only the claimer writes the slot and `success`, under the lock, before it
 //!   wakes the owner; it never touches the sudog after the wake.
 
-use crate::runtime::park::{Claim, Waiter};
+use crate::runtime::g::WaitReason;
+use crate::runtime::park::{Claim, Parker, Waiter, TIMED_OUT};
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
 use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// One blocked operation on one channel.
 pub(crate) struct Sudog<T> {
@@ -166,6 +169,40 @@ impl<T> WaitQueue<T> {
         let p = NonNull::from(sg);
         if let Some(i) = self.q.iter().position(|&x| x == p) {
             self.q.remove(i);
+        }
+    }
+}
+
+/// Parks the caller on `sg`, which it has just queued under a record lock that
+/// `guard` holds, until a waker claims it; or, with a `timeout`, until then. The
+/// lock is released after the caller is parked. Returns false if the timeout won:
+/// `leave` (which relocks the record) has then taken the sudog out of its queue.
+/// Otherwise the winner has filled in the sudog (`Sudog::success`, the slot).
+pub(crate) fn block<T, G>(
+    sg: &Sudog<T>,
+    guard: G,
+    reason: WaitReason,
+    timeout: Option<Duration>,
+    leave: impl FnOnce(&Sudog<T>),
+) -> bool {
+    let parker = Parker::new();
+    match timeout {
+        None => {
+            let claim = Claim::new(parker.waiter());
+            sg.bind(&claim, 0);
+            parker.park(reason, guard);
+            true
+        }
+        Some(d) => {
+            // The timer may outlive this frame, so this claim is shared.
+            let claim = Arc::new(Claim::new(parker.waiter()));
+            sg.bind(&claim, 0);
+            parker.park_timeout(reason, guard, &claim, d);
+            if claim.winner() == TIMED_OUT {
+                leave(sg);
+                return false;
+            }
+            true
         }
     }
 }

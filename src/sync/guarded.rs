@@ -9,11 +9,10 @@
 
 use crate::runtime::g::WaitReason;
 use crate::runtime::lock::{RawGuard, RawMutex};
-use crate::runtime::park::{Claim, Parker, Waiter, TIMED_OUT};
-use crate::runtime::waitq::{Sudog, WaitQueue};
+use crate::runtime::park::Waiter;
+use crate::runtime::waitq::{block, Sudog, WaitQueue};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// `S` behind a runtime lock.
@@ -64,9 +63,10 @@ impl<S> DerefMut for Locked<'_, S> {
     }
 }
 
-/// Queues the caller (carrying `value`) in the queue `queue` picks out of the state,
-/// parks, and returns the sudog's outcome once a waker granted (`true`) or merely
-/// woke (`false`) it. The lock is released after the caller is parked.
+/// Queues the caller (carrying `value`, at the head if `front`) in the queue
+/// `queue` picks out of the state, parks, and returns the sudog's outcome once a
+/// waker granted (`true`) or merely woke (`false`) it. The lock is released after
+/// the caller is parked.
 pub(crate) fn wait_in<S, T>(
     mut locked: Locked<'_, S>,
     reason: WaitReason,
@@ -75,16 +75,13 @@ pub(crate) fn wait_in<S, T>(
     queue: impl FnOnce(&mut S) -> &mut WaitQueue<T>,
 ) -> bool {
     let sg = Sudog::new(value);
-    let parker = Parker::new();
-    let claim = Claim::new(parker.waiter());
-    sg.bind(&claim, 0);
     let q = queue(&mut locked);
     if front {
         q.push_front(&sg);
     } else {
         q.push(&sg);
     }
-    parker.park(reason, locked);
+    block(&sg, locked, reason, None, |_| {});
     sg.success()
 }
 
@@ -98,16 +95,9 @@ pub(crate) fn wait_in_timeout<'a, S, T>(
     queue: impl Fn(&mut S) -> &mut WaitQueue<T>,
 ) -> Option<bool> {
     let sg = Sudog::new(None);
-    let parker = Parker::new();
-    let claim = Arc::new(Claim::new(parker.waiter()));
-    sg.bind(&claim, 0);
     queue(&mut locked).push(&sg);
-    parker.park_timeout(reason, locked, &claim, timeout);
-    if claim.winner() == TIMED_OUT {
-        queue(&mut g.lock()).remove(&sg);
-        return None;
-    }
-    Some(sg.success())
+    let woken = block(&sg, locked, reason, Some(timeout), |sg| queue(&mut g.lock()).remove(sg));
+    woken.then(|| sg.success())
 }
 
 /// Wakes every waiter in `q` with `success`; returns them for waking after unlock.
