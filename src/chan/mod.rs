@@ -120,31 +120,6 @@ impl<T> Sender<T> {
     pub fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
         self.chan.send_timeout(v, timeout)
     }
-
-    /// Closes the channel (Go's `close`). Closing again does nothing.
-    pub fn close(&self) {
-        self.chan.close();
-    }
-
-    /// Values in the buffer.
-    pub fn len(&self) -> usize {
-        self.chan.len()
-    }
-
-    /// True if the buffer is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Buffer slots (0 for unbuffered).
-    pub fn capacity(&self) -> usize {
-        self.chan.capacity()
-    }
-
-    /// True once the channel is closed.
-    pub fn is_closed(&self) -> bool {
-        self.chan.is_closed()
-    }
 }
 
 impl<T> Receiver<T> {
@@ -181,32 +156,41 @@ impl<T> Receiver<T> {
     pub fn try_iter(&self) -> TryIter<'_, T> {
         TryIter { rx: self }
     }
-
-    /// Closes the channel. Closing again does nothing.
-    pub fn close(&self) {
-        self.chan.close();
-    }
-
-    /// Values in the buffer.
-    pub fn len(&self) -> usize {
-        self.chan.len()
-    }
-
-    /// True if the buffer is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Buffer slots (0 for unbuffered).
-    pub fn capacity(&self) -> usize {
-        self.chan.capacity()
-    }
-
-    /// True once the channel is closed.
-    pub fn is_closed(&self) -> bool {
-        self.chan.is_closed()
-    }
 }
+
+/// What both ends of a channel can tell and do.
+macro_rules! both_ends {
+    ($($end:ident),+) => {$(
+        impl<T> $end<T> {
+            /// Closes the channel (Go's `close`). Closing again does nothing.
+            pub fn close(&self) {
+                self.chan.close();
+            }
+
+            /// Values in the buffer.
+            pub fn len(&self) -> usize {
+                self.chan.len()
+            }
+
+            /// True if the buffer is empty.
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+
+            /// Buffer slots (0 for unbuffered).
+            pub fn capacity(&self) -> usize {
+                self.chan.capacity()
+            }
+
+            /// True once the channel is closed.
+            pub fn is_closed(&self) -> bool {
+                self.chan.is_closed()
+            }
+        }
+    )+};
+}
+
+both_ends!(Sender, Receiver);
 
 impl<T> Sender<T> {
     /// Drops every buffered value; returns how many (timers discard stale ticks).
