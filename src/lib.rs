@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod chan;
+pub mod net;
 pub(crate) mod netpoll;
 pub mod runtime;
 mod spawn;

@@ -10,8 +10,10 @@
 //! `pending` — awake, about to return and re-examine the scheduler's state, which
 //! the waker updated (under the relevant locks) before calling `wake`.
 
+use super::desc::{Dir, PollDesc};
+use crate::runtime::park::Waiter;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -58,14 +60,50 @@ impl Poller {
         })
     }
 
-    /// Waits for events for at most `timeout` (`None`: no limit; zero: just look).
-    /// Returns early when [`Poller::wake`] is called.
-    pub(crate) fn poll(&self, timeout: Option<Duration>) {
-        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
+    /// Registers `fd` once, edge-triggered for both directions, with `pd`.
+    pub(crate) fn register(&self, fd: RawFd, pd: &'static PollDesc) -> io::Result<()> {
+        let events = libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET;
+        let mut ev = libc::epoll_event {
+            events: events as u32,
+            u64: pd.token(),
+        };
+        // SAFETY: both fds are open; `ev` is a valid epoll_event.
+        if unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Removes `fd` from the set (before it is closed).
+    pub(crate) fn deregister(&self, fd: RawFd) {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: a valid epoll_event; an error (fd already gone) changes nothing.
+        unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) };
+    }
+
+    /// Waits for events for at most `timeout` (`None`: no limit; zero: just look),
+    /// and collects in `woken` the Gs (or threads) waiting on the sockets that
+    /// became ready; the caller wakes them (Go's netpoll returns a list the same
+    /// way, so an M can take a P before readying them onto it). Returns early when
+    /// [`Poller::wake`] is called.
+    pub(crate) fn poll(&self, timeout: Option<Duration>, woken: &mut Vec<Waiter>) {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 128];
         let n = self.wait(&mut events, timeout);
         for ev in &events[..n] {
-            if ev.u64 == WAKE_TOKEN {
+            let token = ev.u64;
+            if token == WAKE_TOKEN {
                 self.drain_wake();
+                continue;
+            }
+            let Some(pd) = PollDesc::from_token(token) else {
+                continue;
+            };
+            let bits = ev.events as libc::c_int;
+            if bits & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) != 0 {
+                pd.notify(Dir::Read, woken);
+            }
+            if bits & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) != 0 {
+                pd.notify(Dir::Write, woken);
             }
         }
     }

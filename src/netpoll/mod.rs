@@ -1,13 +1,22 @@
-//! The netpoller: one epoll instance per runtime.
+//! The netpoller: one epoll instance per runtime (Go's netpoll).
 //!
-//! Today it carries only the "break" eventfd and the timed wait that an idle M
-//! blocks in until the next timer fires (exactly one M at a time: the one that
-//! swapped `sched.lastpoll` to 0). Socket poll descriptors join it with `goro::net`.
+//! Every socket of `goro::net` is registered once, edge-triggered, with a poll
+//! descriptor (`desc.rs`) on which Gs waiting to read or write park. The scheduler
+//! polls in two places (`runtime/schedule.rs`): without blocking in
+//! `find_runnable` before stealing, while any G waits on the network; and, when an
+//! M runs out of work, blocking until the next timer or event (exactly one M at a
+//! time: the one that swapped `sched.lastpoll` to 0). An eventfd breaks that
+//! blocking wait when an earlier timer appears. `registered.rs` is the I/O loop a
+//! socket type runs its non-blocking syscalls in.
 //!
 //! Timeouts use `epoll_pwait2` (nanosecond `timespec`, Linux >= 5.11), so timers are
 //! not rounded up to a millisecond as Go's are; on `ENOSYS` it falls back to
 //! `epoll_wait`, rounding up to whole milliseconds.
 
+mod desc;
 mod epoll;
+mod registered;
 
+pub(crate) use desc::{waiters, Dir};
 pub(crate) use epoll::Poller;
+pub(crate) use registered::Registered;

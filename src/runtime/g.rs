@@ -82,10 +82,11 @@ pub(crate) enum WaitReason {
     SyncWaitGroupWait,
     Semacquire,
     SyncOnce,
+    IoWait,
 }
 
 impl WaitReason {
-    const ALL: [WaitReason; 15] = [
+    const ALL: [WaitReason; 16] = [
         WaitReason::None,
         WaitReason::Join,
         WaitReason::Sleep,
@@ -101,6 +102,7 @@ impl WaitReason {
         WaitReason::SyncWaitGroupWait,
         WaitReason::Semacquire,
         WaitReason::SyncOnce,
+        WaitReason::IoWait,
     ];
 
     fn from_u8(v: u8) -> WaitReason {
@@ -125,6 +127,7 @@ impl WaitReason {
             WaitReason::SyncWaitGroupWait => "sync.WaitGroup.Wait",
             WaitReason::Semacquire => "semacquire",
             WaitReason::SyncOnce => "sync.Once.Do",
+            WaitReason::IoWait => "IO wait",
         }
     }
 }

@@ -146,7 +146,13 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
                 return (g, false);
             }
         }
-        // Step 5 (non-blocking netpoll) has nothing to poll until sockets exist.
+        // Step 5: the network, without blocking, if a G waits on it and no M is
+        // already blocked in the poller (which would get the events itself).
+        if crate::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 && netpoll(s, Some(Duration::ZERO)) {
+            if let Some(found) = local_pop(s, p) {
+                return found;
+            }
+        }
 
         if m.spinning() || s.idle.may_spin(s.gomaxprocs() as u32) {
             if !m.spinning() {
@@ -199,18 +205,31 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
             poll_until = poll_until.min(earliest_timer(s));
         }
 
-        // Block in the poller until the next timer, if nobody else is.
-        if poll_until != NO_TIMER && s.lastpoll.swap(0, Ordering::SeqCst) != 0 {
-            s.poll_until.store(poll_until, Ordering::SeqCst);
-            let delay = poll_until.saturating_sub(s.nanotime());
+        // Block in the poller until the next timer or network event, if nobody
+        // else is.
+        let net = crate::netpoll::waiters() > 0;
+        if (net || poll_until != NO_TIMER) && s.lastpoll.swap(0, Ordering::SeqCst) != 0 {
+            s.poll_until
+                .store(if poll_until == NO_TIMER { 0 } else { poll_until }, Ordering::SeqCst);
+            let timeout =
+                (poll_until != NO_TIMER).then(|| Duration::from_nanos(poll_until.saturating_sub(s.nanotime())));
+            let mut woken = Vec::new();
             m.set_blocked(true);
-            s.poller.poll(Some(Duration::from_nanos(delay)));
+            s.poller.poll(timeout, &mut woken);
             m.set_blocked(false);
             s.poll_until.store(0, Ordering::SeqCst);
             s.lastpoll.store(s.nanotime().max(1), Ordering::SeqCst);
+            // Take a P first, so the readied Gs land on it (and this M runs them);
+            // without one they go to the global queue and wake other Ms.
             let p = s.idle.lock().pidle_get();
             if let Some(p) = p {
                 m.acquire_p(p);
+            }
+            s.counters
+                .netpoll_ready
+                .fetch_add(woken.len() as u64, Ordering::Relaxed);
+            woken.into_iter().for_each(|w| w.wake());
+            if m.p_id().is_some() {
                 if was_spinning {
                     become_spinning(m);
                 }
@@ -224,6 +243,19 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
         }
         stop_m(m);
     }
+}
+
+/// Polls the network with `timeout` and readies the Gs waiting on what became
+/// ready (onto this M's P). Returns whether it readied any.
+fn netpoll(s: &Sched, timeout: Option<Duration>) -> bool {
+    let mut woken = Vec::new();
+    s.poller.poll(timeout, &mut woken);
+    s.counters
+        .netpoll_ready
+        .fetch_add(woken.len() as u64, Ordering::Relaxed);
+    let any = !woken.is_empty();
+    woken.into_iter().for_each(|w| w.wake());
+    any
 }
 
 /// What [`run_timers`] did.

@@ -9,7 +9,7 @@
 //! goroutine: a std lock blocks the whole M, and with it every G queued on its P.
 
 mod condvar;
-mod guarded;
+pub(crate) mod guarded;
 mod mutex;
 mod once;
 mod rwlock;

@@ -1,6 +1,6 @@
 // Go side of the goro comparison (standard library only).
 //
-//	go-bench <workload> [--n N]     (env GOMAXPROCS sets the parallelism)
+//	go-bench <workload> [--n N] [--port P]     (env GOMAXPROCS sets the parallelism)
 //
 // prints exactly one line:
 //
@@ -8,10 +8,18 @@
 //
 // The workloads mirror ../src/bin/{goro,tokio,may}.rs; main itself is the
 // driver goroutine. Adding a workload: a defaultN entry and a case in main.
+//
+// Except echo_server: a TCP echo server for the shared load generator
+// (../src/bin/echo_client.rs), which prints "LISTENING <port>" and serves until
+// killed (net.Listen, one goroutine per connection; Go sets TCP_NODELAY on
+// every TCP connection by default).
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -30,9 +38,10 @@ const (
 	bufferedCap       = 128 // buffered: channel capacity
 	bufferedProducers = 4
 	bufferedConsumers = 4
-	skynetFanout      = 10 // skynet: children per node; N must be a power of it
-	mutexTasks        = 4  // mutex_contended: goroutines sharing the lock
-	sleepsPerTask     = 10 // sleepers_*: sleeps per goroutine
+	skynetFanout      = 10   // skynet: children per node; N must be a power of it
+	mutexTasks        = 4    // mutex_contended: goroutines sharing the lock
+	sleepsPerTask     = 10   // sleepers_*: sleeps per goroutine
+	echoBuf           = 4096 // echo_server: bytes read (and written back) at most per read
 )
 
 // sink keeps results alive so the compiler cannot drop the work.
@@ -62,12 +71,14 @@ func defaultN(workload string) (int, bool) {
 		return 4_000_000, true
 	case "sleepers_wall", "sleepers_cpu":
 		return 100_000, true
+	case "echo_server":
+		return 0, true // unused: serves until killed
 	}
 	return 0, false
 }
 
 func usage(msg string) {
-	fmt.Fprintf(os.Stderr, "go: %s\nusage: go-bench <workload> [--n N]   (env GOMAXPROCS sets the parallelism)\n", msg)
+	fmt.Fprintf(os.Stderr, "go: %s\nusage: go-bench <workload> [--n N] [--port P]   (env GOMAXPROCS sets the parallelism)\n", msg)
 	os.Exit(2)
 }
 
@@ -82,6 +93,7 @@ func main() {
 	}
 	workload := os.Args[1]
 	n, known := defaultN(workload)
+	port := 0
 	for i := 2; i < len(os.Args); i++ {
 		switch os.Args[i] {
 		case "--n":
@@ -94,9 +106,22 @@ func main() {
 			}
 			n = v
 			i++
+		case "--port":
+			if i+1 >= len(os.Args) {
+				usage("--port needs a value")
+			}
+			v, err := strconv.Atoi(os.Args[i+1])
+			if err != nil || v < 0 || v > 65535 {
+				usage("--port must be 0..=65535")
+			}
+			port = v
+			i++
 		default:
 			usage(fmt.Sprintf("unknown argument %q", os.Args[i]))
 		}
+	}
+	if workload == "echo_server" {
+		echoServer(port) // never returns
 	}
 	var f func(int) (float64, string)
 	switch workload {
@@ -442,4 +467,57 @@ func sleepers(n int) (wall, cpu float64) {
 	}
 	wg.Wait()
 	return time.Since(t).Seconds(), (processCPU() - cpu0).Seconds()
+}
+
+// echoErrors counts echoError calls: only the first 20 are printed.
+var echoErrors atomic.Int64
+
+// echoError reports an unexpected connection or accept error on stderr, as
+// lib.rs's echo_error does (the client closes every connection cleanly).
+func echoError(what string, err error) {
+	switch k := echoErrors.Add(1); {
+	case k <= 20:
+		fmt.Fprintf(os.Stderr, "ECHO-ERROR %s: %v\n", what, err)
+	case k == 21:
+		fmt.Fprintln(os.Stderr, "ECHO-ERROR (more errors not shown)")
+	}
+}
+
+// echoServer: listens on 127.0.0.1:port, prints "LISTENING <port>", then
+// accepts forever, one goroutine per connection.
+func echoServer(port int) {
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		fail(fmt.Sprintf("echo_server: listen: %v", err))
+	}
+	fmt.Printf("LISTENING %d\n", ln.Addr().(*net.TCPAddr).Port) // os.Stdout is unbuffered
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			echoError("accept", err)
+			continue
+		}
+		go echoConn(c)
+	}
+}
+
+// echoConn reads up to echoBuf bytes and writes back exactly what was read, until EOF.
+func echoConn(c net.Conn) {
+	defer c.Close()
+	buf := make([]byte, echoBuf)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				echoError("write", werr)
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				echoError("read", err)
+			}
+			return
+		}
+	}
 }

@@ -11,6 +11,11 @@
 //! Adding a workload: add its default size to [`default_n`] (and to
 //! `defaultN` in go/main.go), one match arm in each of src/bin/{goro,tokio,may}.rs
 //! and go/main.go, and one line in the PLAN of scripts/compare.sh.
+//!
+//! The one exception is the server workload `echo_server` (`<impl> echo_server
+//! [--port P]`): it prints `LISTENING <port>` instead of a BENCH line and serves
+//! until killed; the shared load generator `src/bin/echo_client.rs` measures it
+//! and prints the BENCH lines (workloads `tcp_echo_*`).
 
 use std::hint::black_box;
 use std::io::Write;
@@ -57,6 +62,7 @@ pub fn default_n(workload: &str) -> Option<u64> {
         "mutex_uncontended" => 10_000_000,           // lock + unlock by one task
         "mutex_contended" => 4_000_000,              // lock + unlock in total (N/4 per task)
         "sleepers_wall" | "sleepers_cpu" => 100_000, // tasks sleeping 10 times
+        "echo_server" => 0,                          // unused: serves until killed
         _ => return None,
     })
 }
@@ -64,18 +70,21 @@ pub fn default_n(workload: &str) -> Option<u64> {
 pub struct Args {
     pub workload: String,
     pub n: u64,
+    /// `--port` (only `echo_server` uses it): 0 = any free port.
+    pub port: u16,
 }
 
-/// Parses `<workload> [--n N]`; exits 2 with a usage line on bad input.
+/// Parses `<workload> [--n N] [--port P]`; exits 2 with a usage line on bad input.
 pub fn parse_args(impl_name: &str) -> Args {
     let usage = |msg: &str| -> ! {
         eprintln!("{impl_name}: {msg}");
-        eprintln!("usage: {impl_name} <workload> [--n N]   (env GOMAXPROCS sets the parallelism)");
+        eprintln!("usage: {impl_name} <workload> [--n N] [--port P]   (env GOMAXPROCS sets the parallelism)");
         std::process::exit(2)
     };
     let mut it = std::env::args().skip(1);
     let workload = it.next().unwrap_or_else(|| usage("missing workload"));
     let mut n = None;
+    let mut port = 0u16;
     while let Some(a) = it.next() {
         match a.as_str() {
             "--n" => {
@@ -87,6 +96,10 @@ pub fn parse_args(impl_name: &str) -> Args {
                         .unwrap_or_else(|| usage("--n must be a positive integer")),
                 );
             }
+            "--port" => {
+                let v = it.next().unwrap_or_else(|| usage("--port needs a value"));
+                port = v.parse().unwrap_or_else(|_| usage("--port must be 0..=65535"));
+            }
             _ => usage(&format!("unknown argument {a:?}")),
         }
     }
@@ -94,7 +107,7 @@ pub fn parse_args(impl_name: &str) -> Args {
         Some(n) => n,
         None => unknown_workload(impl_name, &workload),
     };
-    Args { workload, n }
+    Args { workload, n, port }
 }
 
 /// Exits 2: the workload name is not known to this binary.
@@ -284,5 +297,31 @@ impl SleepersTimes {
     }
     pub fn cpu(&self) -> Measure {
         (self.cpu.as_secs_f64(), "s")
+    }
+}
+
+/// `echo_server`: bytes read (and written back) at most per read call.
+pub const ECHO_BUF: usize = 4096;
+
+/// `echo_server`: tells scripts/compare.sh (which waits for this line) that the
+/// listener is bound and accepting: `LISTENING <port>` on stdout, flushed.
+pub fn announce_listening(port: u16) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "LISTENING {port}");
+    let _ = out.flush();
+}
+
+/// `echo_server`: connection or accept errors are not expected in the benchmark
+/// (the client closes each connection cleanly), so each is reported on stderr as
+/// `ECHO-ERROR <what>: <error>` (the first 20 only; scripts/compare.sh puts them
+/// in the report's notes). The server keeps serving.
+pub fn echo_error(what: &str, e: &dyn std::fmt::Display) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let k = COUNT.fetch_add(1, Ordering::Relaxed);
+    if k < 20 {
+        eprintln!("ECHO-ERROR {what}: {e}");
+    } else if k == 20 {
+        eprintln!("ECHO-ERROR (more errors not shown)");
     }
 }

@@ -1,6 +1,10 @@
 //! goro side of the comparison. Written against /work/shared/API.md only.
 //! The driver runs inside a G (like Go's main goroutine); GOMAXPROCS comes from
 //! the environment, which goro reads natively.
+//!
+//! `echo_server` (a server for the shared load generator `echo_client`, see
+//! lib.rs): the accept loop runs in a G on `goro::net::TcpListener`, one `go!`
+//! per connection, blocking-style `std::io::{Read, Write}` on `goro::net::TcpStream`.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +19,14 @@ const IMPL: &str = "goro";
 
 fn main() {
     let args = parse_args(IMPL);
+    if args.workload == "echo_server" {
+        let port = args.port;
+        let why = match goro::go!(move || echo::echo_server(port)).join() {
+            Ok(()) => "echo_server: accept loop ended".to_string(),
+            Err(p) => format!("echo_server G panicked: {}", panic_message(&*p)),
+        };
+        fail(&why)
+    }
     let f: fn(u64) -> Measure = match args.workload.as_str() {
         "spawn_join" => spawn_join,
         "yield" => yield_pingpong,
@@ -294,5 +306,59 @@ fn sleepers(n: u64) -> SleepersTimes {
     SleepersTimes {
         wall: t.elapsed(),
         cpu: process_cpu_time() - cpu,
+    }
+}
+
+// GATED until goro::net lands (it is being written): `cfg(any())` is never true,
+// so this is parsed but not compiled, and the stub below says why.
+#[cfg(any())]
+mod echo {
+    use std::io::{Read, Write};
+
+    use compare::*;
+
+    /// Listens on 127.0.0.1:port, announces the port, then accepts forever;
+    /// one G per connection. Returns only if the accept loop could (it cannot).
+    pub fn echo_server(port: u16) {
+        let l = goro::net::TcpListener::bind(("127.0.0.1", port))
+            .unwrap_or_else(|e| fail(&format!("echo_server: bind 127.0.0.1:{port}: {e}")));
+        let port = l
+            .local_addr()
+            .unwrap_or_else(|e| fail(&format!("echo_server: local_addr: {e}")))
+            .port();
+        announce_listening(port);
+        loop {
+            match l.accept() {
+                Ok((s, _)) => drop(goro::go!(move || echo_conn(s))),
+                Err(e) => echo_error("accept", &e),
+            }
+        }
+    }
+
+    /// Reads up to ECHO_BUF bytes and writes back exactly what was read, until EOF.
+    fn echo_conn(mut s: goro::net::TcpStream) {
+        if let Err(e) = s.set_nodelay(true) {
+            echo_error("set_nodelay", &e);
+        }
+        let mut buf = vec![0u8; ECHO_BUF];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    if let Err(e) = s.write_all(&buf[..n]) {
+                        return echo_error("write", &e);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return echo_error("read", &e),
+            }
+        }
+    }
+}
+
+#[cfg(all())]
+mod echo {
+    pub fn echo_server(_port: u16) {
+        compare::unsupported(super::IMPL, "echo_server", "goro::net is not written yet")
     }
 }

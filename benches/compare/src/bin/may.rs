@@ -1,8 +1,13 @@
 //! may side of the comparison: stackful coroutines, `may::config().set_workers(GOMAXPROCS)`,
 //! worker pinning off (goro, Go and Tokio do not pin by default either), default
 //! coroutine stack (0x1000 words = 32 KiB). The driver is itself a coroutine.
+//!
+//! `echo_server` (a server for the shared load generator `echo_client`, see
+//! lib.rs): a coroutine binds `may::net::TcpListener`, the main thread announces
+//! the port, then an accept-loop coroutine spawns one coroutine per connection.
 
 use std::hint::black_box;
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,6 +19,10 @@ const IMPL: &str = "may";
 
 fn main() {
     let args = parse_args(IMPL);
+    if args.workload == "echo_server" {
+        may::config().set_workers(procs_from_env()).set_worker_pin(false);
+        echo_server(args.port);
+    }
     let f: fn(u64) -> Measure = match args.workload.as_str() {
         "spawn_join" => spawn_join,
         "yield" => yield_pingpong,
@@ -331,5 +340,51 @@ fn sleepers(n: u64) -> SleepersTimes {
     SleepersTimes {
         wall: t.elapsed(),
         cpu: process_cpu_time() - cpu,
+    }
+}
+
+/// `echo_server`: binds 127.0.0.1:port in a coroutine, announces the port from
+/// this (main) thread, then accepts forever in a coroutine; one coroutine per
+/// connection. Never returns (the script kills it).
+fn echo_server(port: u16) -> ! {
+    let l = match go(move || may::net::TcpListener::bind(("127.0.0.1", port))).join() {
+        Ok(Ok(l)) => l,
+        Ok(Err(e)) => fail(&format!("echo_server: bind 127.0.0.1:{port}: {e}")),
+        Err(p) => fail(&format!("echo_server: bind coroutine panicked: {}", panic_message(&*p))),
+    };
+    let port = l
+        .local_addr()
+        .unwrap_or_else(|e| fail(&format!("echo_server: local_addr: {e}")))
+        .port();
+    announce_listening(port);
+    let accept = go(move || loop {
+        match l.accept() {
+            Ok((s, _)) => drop(go(move || echo_conn(s))),
+            Err(e) => echo_error("accept", &e),
+        }
+    });
+    if let Err(p) = accept.join() {
+        fail(&format!("echo_server: accept coroutine panicked: {}", panic_message(&*p)));
+    }
+    fail("echo_server: accept loop ended")
+}
+
+/// Reads up to ECHO_BUF bytes and writes back exactly what was read, until EOF.
+fn echo_conn(mut s: may::net::TcpStream) {
+    if let Err(e) = s.set_nodelay(true) {
+        echo_error("set_nodelay", &e);
+    }
+    let mut buf = vec![0u8; ECHO_BUF];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                if let Err(e) = s.write_all(&buf[..n]) {
+                    return echo_error("write", &e);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return echo_error("read", &e),
+        }
     }
 }

@@ -5,6 +5,10 @@
 //! Env TOKIO_FLAVOR=multi forces multi_thread even at P = 1 (TOKIO_FLAVOR=current
 //! forces current_thread). The driver is itself a spawned task (like Go's main
 //! goroutine, it runs on a worker, not on the block_on thread).
+//!
+//! `echo_server` (a server for the shared load generator `echo_client`, see
+//! lib.rs): the accept loop is that driver task, one `tokio::spawn`ed task per
+//! connection on `tokio::net`.
 
 use std::future::Future;
 use std::hint::black_box;
@@ -14,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use compare::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 const IMPL: &str = "tokio";
@@ -36,6 +41,7 @@ fn main() {
         "mutex_contended" => Box::pin(mutex_contended(n)),
         "sleepers_wall" => Box::pin(async move { sleepers(n).await.wall() }),
         "sleepers_cpu" => Box::pin(async move { sleepers(n).await.cpu() }),
+        "echo_server" => Box::pin(echo_server(args.port)),
         other => unknown_workload(IMPL, other),
     };
 
@@ -335,5 +341,44 @@ async fn sleepers(n: u64) -> SleepersTimes {
     SleepersTimes {
         wall: t.elapsed(),
         cpu: process_cpu_time() - cpu,
+    }
+}
+
+/// `echo_server`: listens on 127.0.0.1:port, announces the port, then accepts
+/// forever; one task per connection. Never returns (the script kills it).
+async fn echo_server(port: u16) -> Measure {
+    let l = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap_or_else(|e| fail(&format!("echo_server: bind 127.0.0.1:{port}: {e}")));
+    let port = l
+        .local_addr()
+        .unwrap_or_else(|e| fail(&format!("echo_server: local_addr: {e}")))
+        .port();
+    announce_listening(port);
+    loop {
+        match l.accept().await {
+            Ok((s, _)) => drop(tokio::spawn(echo_conn(s))),
+            Err(e) => echo_error("accept", &e),
+        }
+    }
+}
+
+/// Reads up to ECHO_BUF bytes and writes back exactly what was read, until EOF.
+async fn echo_conn(mut s: tokio::net::TcpStream) {
+    if let Err(e) = s.set_nodelay(true) {
+        echo_error("set_nodelay", &e);
+    }
+    let mut buf = vec![0u8; ECHO_BUF];
+    loop {
+        match s.read(&mut buf).await {
+            Ok(0) => return,
+            Ok(n) => {
+                if let Err(e) = s.write_all(&buf[..n]).await {
+                    return echo_error("write", &e);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return echo_error("read", &e),
+        }
     }
 }
