@@ -15,6 +15,15 @@
 #                   cell's remaining runs are skipped)
 #   OUT=docs/BENCHMARKS.md
 #   TOKIO_FLAVOR=auto|current|multi  (auto: current_thread at GOMAXPROCS=1)
+#   ECHO_SECS=<N of tcp_echo, 5>  tcp_echo: measured window in seconds
+#   ECHO_WARMUP=1 ECHO_CONNS=100 ECHO_SIZE=64  tcp_echo: warm-up seconds,
+#                   connections, message bytes
+#
+# tcp_echo is not one program per implementation: each implementation's
+# `echo_server` is started (GOMAXPROCS=P) and the shared load generator
+# `echo_client` (Tokio current_thread, one thread) measures it; the client's
+# BENCH lines become the rows tcp_echo_msgs, tcp_echo_p50, tcp_echo_p99,
+# tcp_echo_cpu (server CPU per message) and tcp_echo_client_cpu.
 #
 # A peer that fails to build or to run a workload gets a cell saying so, with the
 # reason; it never stops the script.
@@ -29,6 +38,10 @@ IMPLS=${IMPLS:-goro,go,tokio,may}
 N_SCALE=${N_SCALE:-1}
 TIMEOUT=${TIMEOUT:-120}
 OUT=${OUT:-docs/BENCHMARKS.md}
+ECHO_SECS=${ECHO_SECS:-}
+ECHO_WARMUP=${ECHO_WARMUP:-1}
+ECHO_CONNS=${ECHO_CONNS:-100}
+ECHO_SIZE=${ECHO_SIZE:-64}
 
 # The plan: workload, GOMAXPROCS values (comma-separated), N.
 # Adding a workload: one line here (plus the binaries, see benches/compare/README.md).
@@ -45,6 +58,7 @@ PLAN=(
   "mutex_contended    2    4000000"
   "sleepers_wall      2    100000"
   "sleepers_cpu       2    100000"
+  "tcp_echo           2    5" # N = measured window in seconds (ECHO_SECS overrides)
 )
 
 CMP=benches/compare
@@ -80,6 +94,7 @@ build_reason() { # logfile
 }
 
 want_impl() { case ",$IMPLS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+selected() { [ -z "$ONLY" ] && return 0; case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 # ---------------------------------------------------------------- Go toolchain
 if want_impl go; then
@@ -105,7 +120,8 @@ fi
 
 # ---------------------------------------------------------------- Rust programs
 RUST_LOCK=$CMP/Cargo.lock
-if want_impl goro || want_impl tokio || want_impl may; then
+# tcp_echo needs the Rust load generator (echo_client) even for IMPLS=go.
+if want_impl goro || want_impl tokio || want_impl may || selected tcp_echo; then
   if want_impl goro && { log "== cargo build --release in $CMP (goro, tokio, may)"
     (cd "$CMP" && cargo build --release) >"$RES/build-rust.log" 2>&1; }; then
     :
@@ -131,6 +147,8 @@ if want_impl goro || want_impl tokio || want_impl may; then
         rm -f "$TGT/release/$i"
         if want_impl "$i"; then mark_unavailable "$i" "build failed: $(build_reason "$RES/build-rust-nogoro.log")"; fi
       done
+      rm -f "$TGT/release/echo_client"
+      ECHO_CLIENT_REASON="echo_client (the load generator) does not build: $(build_reason "$RES/build-rust-nogoro.log")"
     fi
   fi
 fi
@@ -157,6 +175,9 @@ lock_version() { # crate
   echo "n_scale=$N_SCALE"
   echo "impls=$IMPLS"
   echo "tokio_flavor=${TOKIO_FLAVOR:-auto}"
+  echo "echo_conns=$ECHO_CONNS"
+  echo "echo_size=$ECHO_SIZE"
+  echo "echo_warmup=$ECHO_WARMUP"
 } >"$META"
 
 # ---------------------------------------------------------------- runs
@@ -181,18 +202,135 @@ run_reason() { # errfile rc
   printf '%s' "$r" | oneline
 }
 
-selected() { [ -z "$ONLY" ] && return 0; case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+# ---------------------------------------------------------------- tcp_echo
+# One measurement = one server process + one client run. The client prints one
+# BENCH line per metric; each becomes a row of its own workload.
+ECHO_METRICS=(tcp_echo_msgs tcp_echo_p50 tcp_echo_p99 tcp_echo_cpu tcp_echo_client_cpu)
+ECHO_CLIENT=$TGT/release/echo_client
+ECHO_CLIENT_REASON=${ECHO_CLIENT_REASON:-}
+SERVER_PID=""
+trap '[ -z "$SERVER_PID" ] || kill -KILL "$SERVER_PID" 2>/dev/null || true' EXIT
+
+echo_rows() { # impl procs run n status reason  (one row per metric, no values)
+  local m
+  for m in "${ECHO_METRICS[@]}"; do
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t\t\t\t%s\n' "$m" "$1" "$2" "$3" "$4" "$5" "$6" >>"$RESULTS"
+  done
+}
+
+# Stops the server: SIGTERM, then SIGKILL after 3 s. Sets SERVER_RC.
+stop_server() {
+  local i
+  kill -TERM "$SERVER_PID" 2>/dev/null || true
+  for ((i = 0; i < 30; i++)); do
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$SERVER_PID" 2>/dev/null || true
+  SERVER_RC=0
+  wait "$SERVER_PID" 2>/dev/null || SERVER_RC=$?
+  SERVER_PID=""
+}
+
+# run_echo impl procs run secs -> rows for every ECHO_METRICS workload.
+run_echo() {
+  local impl=$1 P=$2 r=$3 secs=$4 base port line m v u got reason crc errs i
+  base=$RES/tcp_echo-p$P-$impl-$r
+  if [ -z "$(unavailable_reason echo_client)" ] && [ ! -x "$ECHO_CLIENT" ]; then
+    mark_unavailable echo_client "${ECHO_CLIENT_REASON:-no $ECHO_CLIENT}"
+  fi
+  reason=$(unavailable_reason echo_client)
+  if [ -n "$reason" ]; then
+    echo_rows "$impl" "$P" "$r" "$secs" failed "$reason"
+    log "tcp_echo procs=$P run $r/$RUNS $impl: FAILED ($reason)"
+    return
+  fi
+  # Server: GOMAXPROCS=P, any free port; it prints LISTENING <port>. (The files
+  # are created here: the background job may not have opened them yet.)
+  : >"$base.server.out"
+  : >"$base.server.err"
+  GOMAXPROCS=$P "$(bin_of "$impl")" echo_server --port 0 >"$base.server.out" 2>"$base.server.err" &
+  SERVER_PID=$!
+  port=""
+  for ((i = 0; i < 200; i++)); do # up to 10 s
+    port=$(awk '$1 == "LISTENING" { print $2; exit }' "$base.server.out" || true)
+    [ -z "$port" ] || break
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  if [ -z "$port" ]; then
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+      stop_server
+      reason="server printed no LISTENING line within 10 s"
+    else
+      stop_server
+      reason="server failed to start: $(run_reason "$base.server.err" "$SERVER_RC")"
+    fi
+    echo_rows "$impl" "$P" "$r" "$secs" failed "$reason"
+    log "tcp_echo procs=$P run $r/$RUNS $impl: FAILED ($reason)"
+    return
+  fi
+  # Client: not pinned; it shares the machine's cores with the server.
+  if timeout -k 10 "$TIMEOUT" "$ECHO_CLIENT" --port "$port" --impl "$impl" --procs "$P" \
+    --conns "$ECHO_CONNS" --size "$ECHO_SIZE" --warmup "$ECHO_WARMUP" --secs "$secs" \
+    --server-pid "$SERVER_PID" >"$base.out" 2>"$base.err"; then crc=0; else crc=$?; fi
+  if kill -0 "$SERVER_PID" 2>/dev/null; then
+    stop_server
+    SERVER_DIED=""
+  else
+    stop_server
+    SERVER_DIED="server died during the run: $(run_reason "$base.server.err" "$SERVER_RC")"
+  fi
+  # Errors the server reported on stderr (ECHO-ERROR lines), else nothing.
+  errs=$(grep -c '^ECHO-ERROR' "$base.server.err" || true)
+  if [ "${errs:-0}" -gt 0 ]; then
+    errs="server reported $errs connection error(s), first: $(grep -m1 '^ECHO-ERROR' "$base.server.err" | sed 's/^ECHO-ERROR //')"
+  else
+    errs=""
+  fi
+  line=$(grep -m1 '^BENCH workload=tcp_echo_msgs ' "$base.out" || true)
+  if [ "$crc" = 0 ] && [ -n "$line" ] && [ -z "$SERVER_DIED" ]; then
+    for m in "${ECHO_METRICS[@]}"; do
+      line=$(grep -m1 -E "^BENCH workload=$m .* value=-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)? unit=[^ ]+" "$base.out" || true)
+      if [ -z "$line" ]; then
+        printf '%s\t%s\t%s\t%s\t%s\tfailed\t\t\t\t%s\n' "$m" "$impl" "$P" "$r" "$secs" "client printed no $m line" >>"$RESULTS"
+        continue
+      fi
+      v=$(sed -E 's/.* value=([^ ]+).*/\1/' <<<"$line")
+      u=$(sed -E 's/.* unit=([^ ]+).*/\1/' <<<"$line")
+      got=$(sed -E 's/.* procs=([^ ]+).*/\1/' <<<"$line")
+      printf '%s\t%s\t%s\t%s\t%s\tok\t%s\t%s\t%s\t%s\n' "$m" "$impl" "$P" "$r" "$secs" "$v" "$u" "$got" "$(printf '%s' "$errs" | oneline)" >>"$RESULTS"
+    done
+    log "tcp_echo procs=$P run $r/$RUNS $impl: $(sed -E -n 's/^BENCH workload=tcp_echo_([^ ]+) .* value=([^ ]+) unit=([^ ]+).*/\1 \2 \3/p' "$base.out" | paste -sd, | sed 's/,/, /g')${errs:+ (warning: $errs)}"
+  else
+    if [ -n "$SERVER_DIED" ]; then
+      reason=$SERVER_DIED
+    else
+      [ "$crc" != 0 ] || crc="0 (no valid BENCH line)"
+      reason="client: $(run_reason "$base.err" "$crc")"
+    fi
+    [ -z "$errs" ] || reason="$reason; $errs"
+    [ "$crc" != 124 ] || TIMED_OUT="$TIMED_OUT $impl"
+    echo_rows "$impl" "$P" "$r" "$secs" failed "$(printf '%s' "$reason" | oneline)"
+    log "tcp_echo procs=$P run $r/$RUNS $impl: FAILED ($reason)"
+  fi
+}
 
 for entry in "${PLAN[@]}"; do
   read -r W PROCS N <<<"$entry"
   selected "$W" || continue
   N=$(python3 -c "import sys; print(max(1, round(int(sys.argv[1]) * float(sys.argv[2]))))" "$N" "$N_SCALE")
+  if [ "$W" = tcp_echo ] && [ -n "$ECHO_SECS" ]; then N=$ECHO_SECS; fi
   IFS=, read -r -a PLIST <<<"$PROCS"
   for P in "${PLIST[@]}"; do
     for impl in "${IMPL_LIST[@]}"; do
       reason=$(unavailable_reason "$impl")
       if [ -n "$reason" ]; then
-        printf '%s\t%s\t%s\t0\t%s\tunavailable\t\t\t\t%s\n' "$W" "$impl" "$P" "$N" "$reason" >>"$RESULTS"
+        if [ "$W" = tcp_echo ]; then
+          echo_rows "$impl" "$P" 0 "$N" unavailable "$reason"
+        else
+          printf '%s\t%s\t%s\t0\t%s\tunavailable\t\t\t\t%s\n' "$W" "$impl" "$P" "$N" "$reason" >>"$RESULTS"
+        fi
       fi
     done
     TIMED_OUT=""
@@ -201,6 +339,10 @@ for entry in "${PLAN[@]}"; do
         impl=${IMPL_LIST[$(((k + r - 1) % K))]} # rotate the order every round
         [ -z "$(unavailable_reason "$impl")" ] || continue
         case " $TIMED_OUT " in *" $impl "*) continue ;; esac
+        if [ "$W" = tcp_echo ]; then
+          run_echo "$impl" "$P" "$r" "$N"
+          continue
+        fi
         bin=$(bin_of "$impl")
         out=$RES/$W-p$P-$impl-$r.out
         err=$RES/$W-p$P-$impl-$r.err

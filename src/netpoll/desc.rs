@@ -23,8 +23,10 @@
 //! are under the lock.
 
 use crate::runtime::g::WaitReason;
+use crate::runtime::m::current_g;
 use crate::runtime::park::Waiter;
 use crate::runtime::waitq::{block, Sudog, WaitQueue};
+use crate::runtime::wake::ensure_poller;
 use crate::sync::guarded::{pop_all, Guarded};
 use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -123,6 +125,9 @@ impl PollDesc {
         let sg = Sudog::new(None);
         w.queues[dir as usize].push(&sg);
         WAITERS.fetch_add(1, Ordering::SeqCst);
+        if current_g().is_none() {
+            ensure_poller();
+        }
         let woken = block(&sg, w, WaitReason::IoWait, timeout, |sg| {
             self.waits.lock().queues[dir as usize].remove(sg);
         });
@@ -147,5 +152,40 @@ impl PollDesc {
         woken.into_iter().for_each(Waiter::wake);
         self.seq.fetch_add(1, Ordering::Relaxed);
         POOL.lock().unwrap_or_else(|e| e.into_inner()).push(self);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Closing a descriptor wakes a G parked on it with an error (Go's
+    /// ErrNetClosing), and a later wait fails at once.
+    #[test]
+    fn close_wakes_a_parked_waiter_with_an_error() {
+        let pd = PollDesc::get();
+        let seen = pd.gen(Dir::Read);
+        let waiter = crate::spawn(move || pd.wait(Dir::Read, seen, None));
+        while waiters() == 0 {
+            crate::yield_now();
+        }
+        pd.close();
+        let err = waiter.join().unwrap().unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotConnected);
+    }
+
+    /// A readiness edge between the I/O attempt and the park is not lost.
+    #[test]
+    fn an_edge_before_the_park_is_not_lost() {
+        let pd = PollDesc::get();
+        let seen = pd.gen(Dir::Write);
+        let mut woken = Vec::new();
+        pd.notify(Dir::Write, &mut woken); // the edge lands first
+        assert!(woken.is_empty());
+        assert!(
+            pd.wait(Dir::Write, seen, Some(Duration::from_secs(5))).is_ok(),
+            "returns at once"
+        );
+        pd.close();
     }
 }

@@ -99,3 +99,14 @@ pub(crate) fn wake_netpoller(when: u64) {
         wakep();
     }
 }
+
+/// A plain thread is about to block on the network: make sure some M will poll it.
+/// A G that parks has its own M looking for work, which ends up in the poller; a
+/// thread has none, and with no G running no M may be awake at all. If no M is
+/// blocked in the poller, start one: finding nothing to run, it becomes the poller
+/// because a waiter exists (`find_runnable`).
+pub(crate) fn ensure_poller() {
+    if sched().lastpoll.load(Ordering::SeqCst) != 0 {
+        wakep();
+    }
+}

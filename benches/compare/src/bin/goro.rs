@@ -309,9 +309,7 @@ fn sleepers(n: u64) -> SleepersTimes {
     }
 }
 
-// GATED until goro::net lands (it is being written): `cfg(any())` is never true,
-// so this is parsed but not compiled, and the stub below says why.
-#[cfg(any())]
+/// `echo_server` on goro::net.
 mod echo {
     use std::io::{Read, Write};
 
@@ -353,12 +351,5 @@ mod echo {
                 Err(e) => return echo_error("read", &e),
             }
         }
-    }
-}
-
-#[cfg(all())]
-mod echo {
-    pub fn echo_server(_port: u16) {
-        compare::unsupported(super::IMPL, "echo_server", "goro::net is not written yet")
     }
 }
