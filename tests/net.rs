@@ -238,3 +238,24 @@ fn std_sockets_convert() {
     let clone = c.try_clone().unwrap();
     assert_eq!(clone.peer_addr().unwrap(), addr);
 }
+
+#[test]
+fn writing_to_a_closed_peer_is_an_error_not_a_panic() {
+    common::init_procs(2);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let srv = go!(move || drop(l.accept().unwrap()));
+    let c = TcpStream::connect(addr).unwrap();
+    srv.join().unwrap(); // the peer is gone
+    let r = go!(move || {
+        let buf = [1u8; 4096];
+        loop {
+            if let Err(e) = (&c).write(&buf) {
+                return e.kind();
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    assert!(matches!(r, ErrorKind::BrokenPipe | ErrorKind::ConnectionReset), "{r:?}");
+}
