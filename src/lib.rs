@@ -55,3 +55,8 @@ macro_rules! go {
         $crate::spawn($f)
     };
 }
+
+/// The README's examples, compiled and run as doc-tests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
