@@ -25,7 +25,16 @@ impl TcpListener {
     /// # Errors
     /// Resolution, bind or listen errors, as std's.
     pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
-        TcpListener::try_from(std::net::TcpListener::bind(addr)?)
+        let l = std::net::TcpListener::bind(addr)?;
+        // std listens with a backlog of 128; a burst of connections overflows that
+        // (each overflow costs the client a 1 s SYN retry). Go asks for the
+        // system's maximum; calling listen(2) again raises it (the kernel caps
+        // the value at net.core.somaxconn).
+        // SAFETY: listen(2) on a socket we own.
+        if unsafe { libc::listen(l.as_raw_fd(), libc::c_int::MAX) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        TcpListener::try_from(l)
     }
 
     /// Accepts a connection, parking until one arrives.

@@ -58,6 +58,8 @@ pub(crate) struct Local {
     /// first of them started (ns); see `find_runnable`'s slice check.
     pub(crate) inherited: u32,
     pub(crate) inherited_since: u64,
+    /// Scheduling rounds since this P last polled the network.
+    pub(crate) rounds_since_netpoll: u32,
 }
 
 pub(crate) struct P {
@@ -96,6 +98,7 @@ impl P {
                 goid_end: 0,
                 inherited: 0,
                 inherited_since: 0,
+                rounds_since_netpoll: 0,
             }),
         }
     }

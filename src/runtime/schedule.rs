@@ -38,6 +38,8 @@ use std::time::Duration;
 /// Check the global queue first every this many schedticks (Go's 61: prime, so it
 /// does not beat with other periodic patterns).
 const GLOBAL_CHECK_PERIOD: u64 = 61;
+/// Scheduling rounds between two non-blocking network polls by a busy P.
+const NETPOLL_PERIOD: u32 = 61;
 /// A time slice (Go's `forcePreemptNS`).
 pub(crate) const SLICE_NS: u64 = 10_000_000;
 /// Runnext runs between clock reads for the slice check.
@@ -137,6 +139,19 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
             if let Some(g) = global_get(s, p, 1) {
                 return (g, false);
             }
+        }
+        // A busy P also looks at the network now and then, so sockets that became
+        // ready are noticed while every P has a queue to work through, not only
+        // when one runs dry (Go leaves this to sysmon every 10 ms; Tokio polls
+        // every 61 scheduling rounds, as here).
+        // SAFETY: this M holds `p`; the reference dies in this statement.
+        let rounds = unsafe { p.local() }.rounds_since_netpoll.wrapping_add(1);
+        // SAFETY: as above.
+        unsafe { p.local() }.rounds_since_netpoll = rounds;
+        if rounds >= NETPOLL_PERIOD && crate::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+            // SAFETY: as above.
+            unsafe { p.local() }.rounds_since_netpoll = 0;
+            netpoll(s, Some(Duration::ZERO));
         }
         if let Some(found) = local_pop(s, p) {
             return found;
