@@ -119,7 +119,7 @@ fn close_wakes_blocked_receivers_and_senders() {
             go!(move || rx.recv())
         })
         .collect();
-    let (stx, srx) = chan::bounded::<i32>(0);
+    let (stx, _srx) = chan::bounded::<i32>(0);
     let senders: Vec<_> = (0..5)
         .map(|i| {
             let stx = stx.clone();
@@ -131,7 +131,7 @@ fn close_wakes_blocked_receivers_and_senders() {
         goro::yield_now();
     }
     tx.close();
-    srx.close();
+    stx.close();
     for r in receivers {
         assert_eq!(r.join().unwrap(), Err(RecvError));
     }

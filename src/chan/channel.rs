@@ -353,7 +353,7 @@ mod tests {
             crate::yield_now();
         }
         tx.close();
-        srx.close();
+        stx.close();
         for h in recv {
             assert_eq!(h.join().unwrap(), Err(RecvError));
         }

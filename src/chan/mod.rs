@@ -20,8 +20,8 @@
 //! talk over the same channel. Values are received in the order they were sent,
 //! and blocked senders and receivers are served first come, first served.
 //!
-//! A channel closes on [`Sender::close`] (or [`Receiver::close`]), when every
-//! `Sender` is dropped, or when every `Receiver` is dropped. After that, sends fail
+//! A channel closes on [`Sender::close`], when every `Sender` is dropped, or when
+//! every `Receiver` is dropped. After that, sends fail
 //! and hand the value back, and receives drain what is buffered and then fail.
 
 mod channel;
@@ -162,11 +162,6 @@ impl<T> Receiver<T> {
 macro_rules! both_ends {
     ($($end:ident),+) => {$(
         impl<T> $end<T> {
-            /// Closes the channel (Go's `close`). Closing again does nothing.
-            pub fn close(&self) {
-                self.chan.close();
-            }
-
             /// Values in the buffer.
             pub fn len(&self) -> usize {
                 self.chan.len()
@@ -193,6 +188,13 @@ macro_rules! both_ends {
 both_ends!(Sender, Receiver);
 
 impl<T> Sender<T> {
+    /// Closes the channel (Go's `close`). Closing again does nothing. (Only the
+    /// sending side can close, as in Go; timer channels, which hand out only
+    /// receivers, therefore never close.)
+    pub fn close(&self) {
+        self.chan.close();
+    }
+
     /// Drops every buffered value; returns how many (timers discard stale ticks).
     pub(crate) fn drain_buffer(&self) -> usize {
         let mut n = 0;

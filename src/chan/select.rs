@@ -45,8 +45,13 @@ impl LockRef<'_> {
 
 /// One arm of a `select!`, type-erased. Implemented by [`RecvCase`] and
 /// [`SendCase`]; not for use outside the macro.
+///
+/// # Safety
+/// Implementations must not panic in `register` / `unregister`, and must keep a
+/// registered sudog alive and in place until it is unregistered: `select` leaves
+/// raw pointers to it in channel queues.
 #[doc(hidden)]
-pub trait Case {
+pub unsafe trait Case {
     /// The channel's lock (its address is the lock order).
     fn lock_ref(&self) -> LockRef<'_>;
     /// Lock held: completes the operation now if it can.
@@ -99,7 +104,9 @@ impl<'a, T> RecvCase<'a, T> {
     }
 }
 
-impl<T> Case for RecvCase<'_, T> {
+// SAFETY: registration only pushes the case's own sudog, which lives in the case
+// object on the select's frame until `select` returns (after unregistering it).
+unsafe impl<T> Case for RecvCase<'_, T> {
     fn lock_ref(&self) -> LockRef<'_> {
         LockRef(self.chan.raw_lock())
     }
@@ -170,7 +177,8 @@ impl<'a, T> SendCase<'a, T> {
     }
 }
 
-impl<T> Case for SendCase<'_, T> {
+// SAFETY: as for RecvCase.
+unsafe impl<T> Case for SendCase<'_, T> {
     fn lock_ref(&self) -> LockRef<'_> {
         LockRef(self.chan.raw_lock())
     }

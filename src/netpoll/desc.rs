@@ -88,7 +88,10 @@ impl PollDesc {
     /// The epoll event data for this descriptor: address and sequence tag.
     pub(crate) fn token(&'static self) -> u64 {
         let addr = self as *const PollDesc as u64;
-        debug_assert!(addr >> 48 == 0, "user-space addresses fit in 48 bits");
+        assert!(
+            addr >> 48 == 0,
+            "goro: poll descriptor address does not fit the 48-bit token"
+        );
         addr | ((self.seq.load(Ordering::Relaxed) & 0xffff) << 48)
     }
 

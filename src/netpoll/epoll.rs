@@ -92,7 +92,12 @@ impl Poller {
         for ev in &events[..n] {
             let token = ev.u64;
             if token == WAKE_TOKEN {
-                self.drain_wake();
+                // Only a blocking poll consumes the wake-up: it is meant for the M
+                // blocked in the poller, and a non-blocking poll elsewhere must not
+                // swallow it (Go's netpoll does the same).
+                if timeout != Some(Duration::ZERO) {
+                    self.drain_wake();
+                }
                 continue;
             }
             let Some(pd) = PollDesc::from_token(token) else {

@@ -187,10 +187,12 @@ impl Parker {
                 };
                 let claim = claim.clone();
                 // Armed after the switch (like `sleep`): the timer cannot end the wait
-                // before the G is off its stack.
+                // before the G is off its stack. The record's lock is released first:
+                // arming takes a heap lock, and no record lock may be held under it
+                // (a waker that wins meanwhile just leaves the timer dead on arrival).
                 let arm = OnDrop::new(move || {
-                    add_timer(when, Action::Timeout(claim));
                     drop(unlock);
+                    add_timer(when, Action::Timeout(claim));
                 });
                 park_g(g, reason, arm);
             }

@@ -46,12 +46,22 @@ impl<V> QuadHeap<V> {
         Some(min)
     }
 
-    /// Keeps the items `keep` accepts, then restores the heap order in O(n).
-    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&V) -> bool) {
-        self.items.retain(|(_, v)| keep(v));
+    /// Keeps the items `keep` accepts, restores the heap order in O(n), and returns
+    /// the others (so the caller can drop them where it chooses).
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&V) -> bool) -> Vec<V> {
+        let mut removed = Vec::new();
+        let mut i = 0;
+        while i < self.items.len() {
+            if keep(&self.items[i].1) {
+                i += 1;
+            } else {
+                removed.push(self.items.swap_remove(i).1);
+            }
+        }
         for i in (0..self.items.len().div_ceil(ARITY)).rev() {
             self.sift_down(i);
         }
+        removed
     }
 
     fn sift_up(&mut self, mut i: usize) {
@@ -118,7 +128,8 @@ mod tests {
                 }
                 _ => {
                     let m = next() % 7;
-                    heap.retain(|v| v % 7 != m);
+                    let removed = heap.retain(|v| v % 7 != m);
+                    assert!(removed.iter().all(|v| v % 7 == m));
                     model.retain(|(_, v)| v % 7 != m);
                 }
             }

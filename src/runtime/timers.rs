@@ -130,11 +130,17 @@ impl Timers {
         let seq = h.seq;
         h.seq += 1;
         h.entries.push((when, seq), action);
+        let mut dead = Vec::new();
         if h.entries.len() >= h.compact_at.max(COMPACT_MIN) {
-            h.entries.retain(Action::is_live);
+            dead = h.entries.retain(Action::is_live);
             h.compact_at = 2 * h.entries.len();
         }
         self.publish(&h);
+        drop(h);
+        // Dead timers are dropped outside the heap lock: dropping one may drop a
+        // user's `after_func` closure (and whatever it owns, a channel Sender say,
+        // whose drop takes that channel's lock).
+        drop(dead);
     }
 
     fn publish(&self, h: &Heap) {

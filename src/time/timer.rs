@@ -254,9 +254,10 @@ impl Ticker {
     /// # Panics
     /// If `d` is zero.
     pub fn reset(&self, d: Duration) {
+        let period = period_ns(d); // panics before anything changes, as Go
         let mut st = self.inner.lock();
         self.inner.disarm(&mut st);
-        st.period = period_ns(d);
+        st.period = period;
         self.inner.arm(&mut st, d);
     }
 }
