@@ -21,7 +21,6 @@
 use crate::runtime::g::WaitReason;
 use crate::runtime::park::{Claim, Parker, Waiter, TIMED_OUT};
 use std::cell::{Cell, UnsafeCell};
-use std::collections::VecDeque;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +32,10 @@ pub(crate) struct Sudog<T> {
     slot: UnsafeCell<Option<T>>,
     /// Set by the claimer: true if a value moved, false if woken by a close.
     success: Cell<bool>,
+    /// Links of the queue it is in (null at the ends); meaningful while `queued`.
+    prev: Cell<*const Sudog<T>>,
+    next: Cell<*const Sudog<T>>,
+    queued: Cell<bool>,
 }
 
 impl<T> Sudog<T> {
@@ -43,6 +46,9 @@ impl<T> Sudog<T> {
             case: Cell::new(0),
             slot: UnsafeCell::new(value),
             success: Cell::new(false),
+            prev: Cell::new(std::ptr::null()),
+            next: Cell::new(std::ptr::null()),
+            queued: Cell::new(false),
         }
     }
 
@@ -109,9 +115,14 @@ impl<T> Claimed<T> {
     }
 }
 
-/// A FIFO of blocked operations.
+/// A FIFO of blocked operations: an intrusive doubly-linked list through the
+/// sudogs, which stay put on their owners' stacks while queued. Removing a given
+/// sudog (a `select!` loser leaving, a timed-out waiter) is O(1), as Go's
+/// `dequeueSudoG`; a `VecDeque` scan here made N goroutines selecting on a shared
+/// channel cost O(N) per message under that channel's lock.
 pub(crate) struct WaitQueue<T> {
-    q: VecDeque<NonNull<Sudog<T>>>,
+    head: *const Sudog<T>,
+    tail: *const Sudog<T>,
 }
 
 // SAFETY: the queue is only touched under the lock of the record it belongs to
@@ -121,42 +132,70 @@ unsafe impl<T: Send> Send for WaitQueue<T> {}
 
 impl<T> WaitQueue<T> {
     pub(crate) const fn new() -> Self {
-        WaitQueue { q: VecDeque::new() }
+        WaitQueue {
+            head: std::ptr::null(),
+            tail: std::ptr::null(),
+        }
     }
 
-    /// Queues `sg`; the caller keeps it alive until it is out of the queue.
+    /// Queues `sg` at the tail; the caller keeps it alive until it is out of the queue.
     pub(crate) fn push(&mut self, sg: &Sudog<T>) {
-        self.q.push_back(NonNull::from(sg));
+        debug_assert!(!sg.queued.get(), "sudog queued twice");
+        sg.prev.set(self.tail);
+        sg.next.set(std::ptr::null());
+        // SAFETY: queued sudogs are alive while we hold the record's lock.
+        match unsafe { self.tail.as_ref() } {
+            Some(tail) => tail.next.set(sg),
+            None => self.head = sg,
+        }
+        self.tail = sg;
+        sg.queued.set(true);
     }
 
     /// Queues `sg` at the head (a waiter that was woken but lost the race).
     pub(crate) fn push_front(&mut self, sg: &Sudog<T>) {
-        self.q.push_front(NonNull::from(sg));
+        debug_assert!(!sg.queued.get(), "sudog queued twice");
+        sg.next.set(self.head);
+        sg.prev.set(std::ptr::null());
+        // SAFETY: as in `push`.
+        match unsafe { self.head.as_ref() } {
+            Some(head) => head.prev.set(sg),
+            None => self.tail = sg,
+        }
+        self.head = sg;
+        sg.queued.set(true);
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.q.is_empty()
+        self.head.is_null()
     }
 
     /// Queued sudogs, including any whose wait already ended elsewhere.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.q.len()
+        let mut n = 0;
+        let mut p = self.head;
+        // SAFETY: as in `push`.
+        while let Some(sg) = unsafe { p.as_ref() } {
+            n += 1;
+            p = sg.next.get();
+        }
+        n
     }
 
     /// Takes the oldest waiter whose wait we manage to claim; waiters whose wait
     /// was already ended by someone else are dropped from the queue on the way
     /// (their owners no longer wait here).
     pub(crate) fn pop_claimed(&mut self) -> Option<Claimed<T>> {
-        while let Some(sg) = self.q.pop_front() {
-            // SAFETY: queued sudogs are alive while we hold the channel lock.
-            let s = unsafe { sg.as_ref() };
+        // SAFETY: as in `push`.
+        while let Some(s) = unsafe { self.head.as_ref() } {
+            self.unlink(s);
             // SAFETY: the claim outlives its queued sudogs (it sits beside them in
             // the owner's frame, or in an Arc the owner holds).
             let claim = unsafe { &*s.claim.get() };
             if claim.try_claim(s.case.get()) {
                 return Some(Claimed {
-                    sudog: sg,
+                    sudog: NonNull::from(s),
                     waiter: claim.waiter(),
                 });
             }
@@ -164,12 +203,29 @@ impl<T> WaitQueue<T> {
         None
     }
 
-    /// Removes `sg` if it is still queued (its owner is leaving).
+    /// Removes `sg` if it is still queued (its owner is leaving). O(1).
     pub(crate) fn remove(&mut self, sg: &Sudog<T>) {
-        let p = NonNull::from(sg);
-        if let Some(i) = self.q.iter().position(|&x| x == p) {
-            self.q.remove(i);
+        if sg.queued.get() {
+            self.unlink(sg);
         }
+    }
+
+    /// Takes a queued `sg` out of this queue.
+    fn unlink(&mut self, sg: &Sudog<T>) {
+        let (prev, next) = (sg.prev.get(), sg.next.get());
+        // SAFETY: the neighbours are queued sudogs, alive under the record's lock.
+        match unsafe { prev.as_ref() } {
+            Some(p) => p.next.set(next),
+            None => self.head = next,
+        }
+        // SAFETY: as above.
+        match unsafe { next.as_ref() } {
+            Some(n) => n.prev.set(prev),
+            None => self.tail = prev,
+        }
+        sg.prev.set(std::ptr::null());
+        sg.next.set(std::ptr::null());
+        sg.queued.set(false);
     }
 }
 
@@ -204,5 +260,55 @@ pub(crate) fn block<T, G>(
             }
             true
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn claimed_order(q: &mut WaitQueue<u32>) -> Vec<u32> {
+        let mut out = Vec::new();
+        while let Some(c) = q.pop_claimed() {
+            out.push(c.take());
+            let _ = c.finish(true);
+        }
+        out
+    }
+
+    #[test]
+    fn fifo_with_front_insertion_and_removal_from_anywhere() {
+        let claims: Vec<Claim> = (0..6)
+            .map(|_| Claim::new(crate::runtime::park::Parker::new().waiter()))
+            .collect();
+        let sgs: Vec<Sudog<u32>> = (0..6).map(|i| Sudog::new(Some(i))).collect();
+        for (sg, c) in sgs.iter().zip(&claims) {
+            sg.bind(c, 0);
+        }
+        let mut q = WaitQueue::new();
+        q.push(&sgs[1]);
+        q.push(&sgs[2]);
+        q.push(&sgs[3]);
+        q.push_front(&sgs[0]);
+        q.push(&sgs[4]);
+        q.remove(&sgs[2]); // middle
+        q.remove(&sgs[4]); // tail
+        q.remove(&sgs[5]); // never queued: no-op
+        assert_eq!(q.len(), 3);
+        q.push(&sgs[5]);
+        assert_eq!(claimed_order(&mut q), [0, 1, 3, 5]);
+        assert!(q.is_empty());
+        // A sudog whose claim was already won elsewhere is skipped and unlinked.
+        let won = Claim::new(crate::runtime::park::Parker::new().waiter());
+        assert!(won.try_claim(9));
+        let stale = Sudog::new(Some(7));
+        stale.bind(&won, 0);
+        let fresh_claim = Claim::new(crate::runtime::park::Parker::new().waiter());
+        let fresh = Sudog::new(Some(8));
+        fresh.bind(&fresh_claim, 0);
+        q.push(&stale);
+        q.push(&fresh);
+        assert_eq!(claimed_order(&mut q), [8]);
+        assert!(q.is_empty());
     }
 }
