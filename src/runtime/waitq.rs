@@ -171,7 +171,7 @@ impl<T> WaitQueue<T> {
     }
 
     /// Queued sudogs, including any whose wait already ended elsewhere.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         let mut n = 0;
         let mut p = self.head;
