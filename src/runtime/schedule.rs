@@ -28,6 +28,7 @@ use super::g::{GRef, Outcome, Status, Switch};
 use super::gfree::gfput;
 use super::m::{set_current_g, M};
 use super::p::{bump, P};
+use super::park::Waiter;
 use super::runq::RING_CAP;
 use super::sched::{sched, Sched};
 use super::timers::NO_TIMER;
@@ -240,10 +241,7 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
             if let Some(p) = p {
                 m.acquire_p(p);
             }
-            s.counters
-                .netpoll_ready
-                .fetch_add(woken.len() as u64, Ordering::Relaxed);
-            woken.into_iter().for_each(|w| w.wake());
+            ready_polled(s, woken);
             if m.p_id().is_some() {
                 if was_spinning {
                     become_spinning(m);
@@ -265,11 +263,17 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
 fn netpoll(s: &Sched, timeout: Option<Duration>) -> bool {
     let mut woken = Vec::new();
     s.poller.poll(timeout, &mut woken);
+    ready_polled(s, woken)
+}
+
+/// Readies the waiters a poll returned (onto this M's P, or the global queue if it
+/// holds none) and counts them. Returns whether there were any.
+fn ready_polled(s: &Sched, woken: Vec<Waiter>) -> bool {
     s.counters
         .netpoll_ready
         .fetch_add(woken.len() as u64, Ordering::Relaxed);
     let any = !woken.is_empty();
-    woken.into_iter().for_each(|w| w.wake());
+    woken.into_iter().for_each(Waiter::wake);
     any
 }
 
