@@ -1,14 +1,18 @@
 //! The imbalanced-workload demo from Go's scheduler lore: 1000 CPU-bound goroutines
-//! all spawned from one goroutine, so they all start on one P's queue. Work stealing
-//! spreads them over every P.
+//! all spawned from one goroutine, so they all start on one P. The spawning P's
+//! 256-slot ring overflows: each time it is full, half of it goes to the global
+//! queue in one batch, as in Go. The other Ps take their share from there in
+//! batches, and steal half of a busy P's ring when they run dry.
 //!
 //! ```text
 //! cargo run --release --example imbalanced
 //! GODEBUG=schedtrace=100 GOMAXPROCS=2 cargo run --release --example imbalanced
 //! ```
-//! With `schedtrace`, watch the per-P run queues (`[ 120 98 ]`) drain evenly and
-//! `steals=` grow. At the end the program prints the wall time and how much of the
-//! work each P ran.
+//! With `schedtrace`, watch the global `runqueue=` and the per-P run queues
+//! (`[ 71 46 ]`) drain, and every P's `schedticks=` climb. `steals=` counts the
+//! steals: often few, because most of the spreading goes through the global queue.
+//! To see stealing alone, spawn fewer than 256 Gs (`tests/steal_two_ps.rs` does).
+//! At the end the program prints the wall time and how many Gs each P ran.
 
 use std::hint::black_box;
 use std::time::Instant;
