@@ -25,6 +25,7 @@
 
 #![warn(missing_docs)]
 
+mod blocking;
 pub mod chan;
 pub mod net;
 pub(crate) mod netpoll;
@@ -33,6 +34,7 @@ mod spawn;
 pub mod sync;
 pub mod time;
 
+pub use blocking::blocking;
 pub use spawn::{current, spawn, yield_now, Builder, GoId, JoinHandle};
 
 /// Internals exposed only for `benches/` (not part of the API, no stability).

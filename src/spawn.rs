@@ -14,7 +14,8 @@
 
 use crate::runtime::g::{GRef, Switch, WaitReason};
 use crate::runtime::gfree::gfget;
-use crate::runtime::m::{current_g, current_p};
+use crate::runtime::m::{current_g, current_m};
+use crate::runtime::ownership::with_p;
 use crate::runtime::p::{bump, P};
 use crate::runtime::park::{Parker, Waiter};
 use crate::runtime::sched::sched;
@@ -125,29 +126,34 @@ impl Builder {
                 "goroutine name contains a NUL byte",
             ));
         }
+        crate::runtime::preempt::check();
         let s = sched();
         let stack_size = self
             .stack_size
             .map_or(s.config.stack_size, crate::runtime::stack::round_size);
-        // Looked up once: the G's id, header and queue all come from this P.
-        let p = current_p();
-        let id = next_goid(p);
-        let task = Box::new(Task {
-            head: TaskHead {
-                header: TaskHeader::new(&Task::<F, T>::VTABLE),
-                slot: JoinSlot::<T>::new(),
-            },
-            f: UnsafeCell::new(Some(f)),
+        // One runtime section: the G's id, header and queue all come from the P
+        // this M holds, which cannot be taken away meanwhile.
+        let (id, task) = with_p(|p| {
+            let id = next_goid(p);
+            let task = Box::new(Task {
+                head: TaskHead {
+                    header: TaskHeader::new(&Task::<F, T>::VTABLE),
+                    slot: JoinSlot::<T>::new(),
+                },
+                f: UnsafeCell::new(Some(f)),
+            });
+            // SAFETY: a fresh Task starts with its TaskHeader (#[repr(C)]).
+            let task = unsafe { TaskRef::from_ptr(NonNull::from(Box::leak(task)).cast()) };
+            let g = gfget(p);
+            // SAFETY: gfget hands us the header exclusively.
+            unsafe { g.init(id, self.name.map(String::into_boxed_str), stack_size, task) };
+            if let Some(all) = &s.allgs {
+                all.lock().unwrap_or_else(|e| e.into_inner()).insert(id, g);
+            }
+            newproc(p, g);
+            (id, task)
         });
-        // SAFETY: a fresh Task starts with its TaskHeader (#[repr(C)]).
-        let task = unsafe { TaskRef::from_ptr(NonNull::from(Box::leak(task)).cast()) };
-        let g = gfget(p);
-        // SAFETY: gfget hands us the header exclusively.
-        unsafe { g.init(id, self.name.map(String::into_boxed_str), stack_size, task) };
-        if let Some(all) = &s.allgs {
-            all.lock().unwrap_or_else(|e| e.into_inner()).insert(id, g);
-        }
-        newproc(p, g);
+        wakep();
         Ok(JoinHandle {
             task,
             id: GoId(id),
@@ -212,9 +218,11 @@ where
 /// Counts the running G as finished, on its P. Done before the result is published,
 /// so that `num_goroutine()` after a `join` no longer counts it.
 fn count_completed() {
-    if let Some(p) = current_p() {
-        bump(&p.counters.completed, 1);
-    }
+    with_p(|p| {
+        if let Some(p) = p {
+            bump(&p.counters.completed, 1);
+        }
+    });
 }
 
 /// A fresh G id: from P `p`'s batch (Go's goidcache), or the global counter.
@@ -238,7 +246,7 @@ fn next_goid(p: Option<&P>) -> u64 {
 }
 
 /// Queues a new G (Go's `newproc`): to the `runnext` of `p` (the current M's P),
-/// or the global queue from a plain thread; then maybe wakes an M.
+/// or the global queue from a plain thread. The caller then wakes an M.
 fn newproc(p: Option<&P>, g: GRef) {
     match p {
         Some(p) => {
@@ -251,7 +259,6 @@ fn newproc(p: Option<&P>, g: GRef) {
             s.global.push(g);
         }
     }
-    wakep();
 }
 
 /// The G's result, shared by the G and its [`JoinHandle`]. Its fields are touched
@@ -327,6 +334,7 @@ impl<T> JoinHandle<T> {
     /// # Errors
     /// The panic payload, if the goroutine panicked.
     pub fn join(self) -> Result<T, Box<dyn Any + Send + 'static>> {
+        crate::runtime::preempt::check();
         let slot = self.slot();
         loop {
             if self.task.finished() {
@@ -415,5 +423,7 @@ pub fn yield_now() {
 /// assert_eq!(h.join().unwrap(), Some(id));
 /// ```
 pub fn current() -> Option<GoId> {
-    current_g().map(|g| GoId(g.id()))
+    current_g()
+        .or_else(|| current_m().and_then(|m| m.syscallg()))
+        .map(|g| GoId(g.id()))
 }

@@ -101,6 +101,7 @@ impl<T> Sender<T> {
     /// # Errors
     /// The channel is closed; the value comes back.
     pub fn send(&self, v: T) -> Result<(), SendError<T>> {
+        crate::runtime::preempt::check();
         self.chan.send(v)
     }
 
@@ -118,6 +119,7 @@ impl<T> Sender<T> {
     /// # Errors
     /// `Timeout(v)` or `Closed(v)`; the value comes back.
     pub fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        crate::runtime::preempt::check();
         self.chan.send_timeout(v, timeout)
     }
 }
@@ -128,6 +130,7 @@ impl<T> Receiver<T> {
     /// # Errors
     /// The channel is closed and drained.
     pub fn recv(&self) -> Result<T, RecvError> {
+        crate::runtime::preempt::check();
         self.chan.recv()
     }
 
@@ -144,6 +147,7 @@ impl<T> Receiver<T> {
     /// # Errors
     /// `Timeout`, or `Closed` once closed and drained.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        crate::runtime::preempt::check();
         self.chan.recv_timeout(timeout)
     }
 

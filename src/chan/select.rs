@@ -262,6 +262,7 @@ impl Drop for LockSet<'_> {
 /// none if `has_default` and nothing was ready. See the module docs.
 #[doc(hidden)]
 pub fn select(cases: &[&dyn Case], has_default: bool) {
+    crate::runtime::preempt::check();
     if cases.is_empty() {
         if has_default {
             return;

@@ -48,6 +48,7 @@ impl<S: AsRawFd> Registered<S> {
     /// the poller between tries; bounded by the direction's timeout
     /// (`ErrorKind::TimedOut`).
     pub(crate) fn io<R>(&self, dir: Dir, mut op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+        crate::runtime::preempt::check();
         let deadline = self.timeout(dir).map(|d| Instant::now() + d);
         loop {
             let seen = self.pd.gen(dir);

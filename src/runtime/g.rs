@@ -168,6 +168,8 @@ pub(crate) struct Context {
     /// The task this G runs, from spawn to exit.
     task: Option<TaskRef>,
     pub(crate) name: Option<Box<str>>,
+    /// `lock_os_thread` nesting depth.
+    pub(crate) lock_count: u32,
 }
 
 /// A goroutine header. See the module docs for who may touch what.
@@ -184,6 +186,9 @@ pub(crate) struct G {
     pub(crate) guard: Cell<(usize, usize)>,
     /// Next G in the global run queue; only touched under that queue's lock.
     schedlink: AtomicPtr<G>,
+    /// The M this G is wired to by `lock_os_thread`, null if none. Written by the G
+    /// itself, read by any scheduler that dequeues it.
+    lockedm: AtomicPtr<super::m::M>,
     ctx: UnsafeCell<Context>,
 }
 
@@ -208,12 +213,14 @@ impl G {
             m: AtomicI64::new(-1),
             guard: Cell::new((0, 0)),
             schedlink: AtomicPtr::new(std::ptr::null_mut()),
+            lockedm: AtomicPtr::new(std::ptr::null_mut()),
             ctx: UnsafeCell::new(Context {
                 coroutine: None,
                 yielder: std::ptr::null(),
                 switch: Switch::None,
                 task: None,
                 name: None,
+                lock_count: 0,
             }),
         });
         GRef(NonNull::from(Box::leak(g)))
@@ -248,6 +255,8 @@ impl G {
         // SAFETY: exclusive by the caller's contract.
         let ctx = unsafe { self.ctx() };
         ctx.name = None;
+        ctx.lock_count = 0;
+        self.set_lockedm(None);
         if let Some(task) = ctx.task.take() {
             // SAFETY: the scheduler's reference, dropped once, at exit.
             unsafe { task.release() };
@@ -317,6 +326,17 @@ impl G {
         self.m.load(Ordering::Relaxed)
     }
 
+    /// The M this G is wired to, if any.
+    pub(crate) fn lockedm(&self) -> Option<&'static super::m::M> {
+        // SAFETY: non-null values are `&'static M` stored by `set_lockedm`.
+        unsafe { self.lockedm.load(Ordering::Relaxed).as_ref() }
+    }
+
+    pub(crate) fn set_lockedm(&self, m: Option<&'static super::m::M>) {
+        let ptr = m.map_or(std::ptr::null_mut(), |m| m as *const super::m::M as *mut super::m::M);
+        self.lockedm.store(ptr, Ordering::Relaxed);
+    }
+
     pub(crate) fn set_m_id(&self, id: i64) {
         self.m.store(id, Ordering::Relaxed);
     }
@@ -332,12 +352,22 @@ impl G {
         unsafe { &mut *self.ctx.get() }
     }
 
-    /// Runs the G until it switches out or exits. On its first run the body is
-    /// turned into a coroutine on a stack from `new_stack`.
+    /// Whether the G has not run yet and needs a stack for its first run.
     ///
     /// # Safety
-    /// The caller is the M that popped this G from a run queue and owns it.
-    pub(crate) unsafe fn resume(&self, new_stack: impl FnOnce(usize) -> std::io::Result<GStack>) -> Outcome {
+    /// The caller owns the G (module docs).
+    pub(crate) unsafe fn needs_stack(&self) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { self.ctx() }.coroutine.is_none()
+    }
+
+    /// Runs the G until it switches out or exits. On its first run the body is
+    /// turned into a coroutine on `first_stack` (from [`G::needs_stack`]'s answer).
+    ///
+    /// # Safety
+    /// The caller is the M that popped this G from a run queue and owns it, and
+    /// passes a stack exactly when `needs_stack` said so.
+    pub(crate) unsafe fn resume(&self, first_stack: Option<std::io::Result<GStack>>) -> Outcome {
         // The coroutine is moved out of the context while it runs: the G writes
         // its own context (`switch_out`, its yielder), and no reference of ours
         // into it may be live across the switch.
@@ -348,7 +378,7 @@ impl G {
             Some(co) => co,
             None => {
                 let task = ctx.task.expect("goro: G resumed without a task");
-                let stack = match new_stack(self.stack_size()) {
+                let stack = match first_stack.expect("goro: first run without a stack") {
                     Ok(stack) => stack,
                     Err(e) => {
                         // SAFETY: the task's one run, by its M, without a stack.

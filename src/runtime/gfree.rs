@@ -61,8 +61,22 @@ pub(crate) fn gfget(p: Option<&P>) -> GRef {
     g
 }
 
-/// Returns the header of an exited G to `p`'s list. Caller holds `p`.
-pub(crate) fn gfput(p: &P, g: GRef) {
+/// Moves every free header of `p` (held exclusively: it is being destroyed) to
+/// the global pool.
+pub(crate) fn gfree_drain(p: &P) {
+    // SAFETY: the caller owns `p` exclusively.
+    let local = unsafe { p.local() };
+    sched().gfree.lock().append(&mut local.gfree);
+    p.note_gfree(0);
+}
+
+/// Returns the header of an exited G to `p`'s list (caller holds `p`), or to the
+/// global pool from an M without a P.
+pub(crate) fn gfput(p: Option<&P>, g: GRef) {
+    let Some(p) = p else {
+        sched().gfree.lock().push(g);
+        return;
+    };
     // SAFETY: the caller holds `p`; no other reference to its local state is live.
     let local = unsafe { p.local() };
     local.gfree.push(g);

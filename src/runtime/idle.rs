@@ -102,6 +102,17 @@ impl<W> Idle<W> {
                 .is_ok()
     }
 
+    /// Hand-off side (Go's `handoffp`): if no M spins and no P is idle, nobody
+    /// would notice new work, so the caller should start a spinning M on the P it
+    /// hands off. Claims the spinning slot if so (as [`Idle::should_wake`]).
+    pub(crate) fn should_spin_for_handoff(&self) -> bool {
+        self.nmspinning.load(Ordering::SeqCst) + self.npidle.load(Ordering::SeqCst) == 0
+            && self
+                .nmspinning
+                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+    }
+
     /// An M turns spinning (Go's `becomeSpinning`).
     pub(crate) fn become_spinning(&self) {
         self.nmspinning.fetch_add(1, Ordering::SeqCst);
@@ -146,6 +157,16 @@ impl<W> Locked<'_, W> {
         self.idle.npidle.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Takes P `p` off the idle list if it is there (a stop-the-world collecting it).
+    pub(crate) fn pidle_remove(&mut self, p: usize) -> bool {
+        let Some(i) = self.lists.pidle.iter().position(|&x| x == p) else {
+            return false;
+        };
+        self.lists.pidle.remove(i);
+        self.idle.npidle.fetch_sub(1, Ordering::SeqCst);
+        true
+    }
+
     /// Parks an M on the idle list (the caller then sleeps on its note).
     pub(crate) fn mput(&mut self, m: W) {
         self.lists.midle.push(m);
@@ -157,5 +178,19 @@ impl<W> Locked<'_, W> {
         let m = self.lists.midle.pop()?;
         self.idle.nmidle.fetch_sub(1, Ordering::SeqCst);
         Some(m)
+    }
+
+    /// Takes up to `max` of the longest-parked Ms that parked at or before `cutoff`
+    /// (`since` says when each parked).
+    pub(crate) fn mget_idle_since(&mut self, cutoff: u64, max: usize, since: impl Fn(&W) -> u64) -> Vec<W> {
+        let n = self
+            .lists
+            .midle
+            .iter()
+            .take(max)
+            .take_while(|m| since(m) <= cutoff)
+            .count();
+        self.idle.nmidle.fetch_sub(n as u32, Ordering::SeqCst);
+        self.lists.midle.drain(..n).collect()
     }
 }

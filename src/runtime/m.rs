@@ -1,10 +1,13 @@
 //! The M: an OS thread that runs Gs while it holds a P.
 //!
 //! # Ownership
-//! Ms are created by [`super::wake::start_m`] and live for the rest of the process
-//! (`&'static M`). Their fields are atomics so that traces can read them; apart
-//! from `nextp` (handed over by the waker, published by the note's release/acquire
-//! pair) each is written only by the M's own thread.
+//! Ms are created by [`super::wake::start_m`]. Their records are `&'static M`:
+//! an M whose thread exits (retired when idle too long, or after its locked G
+//! exited) leaves its record on a free list, and the next new M reuses it with a
+//! new id. Fields are atomics so that traces and sysmon can read them; apart from
+//! `nextp`/`retire` (handed over by the waker, published by the note's
+//! release/acquire pair) and `preempt` (sysmon's request) each is written only by
+//! the M's own thread.
 //!
 //! # Thread-locals
 //! `CURRENT_M` and `CURRENT_G` say what this OS thread is running. A G may resume on
@@ -15,10 +18,10 @@
 
 use super::g::{GRef, G};
 use super::note::Note;
-use super::p::P;
+use super::p::{PState, PStatus, P};
 use super::sched::sched;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 thread_local! {
     static CURRENT_M: Cell<*const M> = const { Cell::new(std::ptr::null()) };
@@ -30,13 +33,30 @@ thread_local! {
 /// `p`/`nextp` value meaning "none" (P ids are stored +1).
 const NO_P: usize = 0;
 
+/// `nextp` value telling a parked M to exit instead of taking a P.
+const RETIRE: usize = usize::MAX;
+
 pub(crate) struct M {
-    pub(crate) id: i64,
-    /// Held P id + 1, or [`NO_P`]. Own thread writes.
-    p: AtomicUsize,
-    /// P handed to this M by a waker before waking it. Waker writes, M reads after
-    /// its note fires.
+    id: AtomicI64,
+    /// The P it holds, null if none. Own thread writes.
+    p: AtomicPtr<P>,
+    /// The P its G held when it entered a blocking call (Go's `oldp`).
+    oldp: AtomicPtr<P>,
+    /// P handed to this M by a waker before waking it (id + 1, [`NO_P`], or
+    /// [`RETIRE`]). Waker writes, M reads after its note fires.
     nextp: AtomicUsize,
+    /// Depth of runtime code on this thread: 0 while a G runs user code (the only
+    /// time its P may be retaken), >0 in the scheduler and in runtime calls made by
+    /// the G. Own thread writes; see [`super::ownership`].
+    pub(crate) depth: AtomicU32,
+    /// Sysmon asks the running G to yield at its next goro call.
+    pub(crate) preempt: AtomicBool,
+    /// The G wired to this M by `lock_os_thread`, null if none. Own thread writes.
+    lockedg: AtomicPtr<G>,
+    /// The G in a blocking call on this M, null if none. Own thread writes.
+    syscallg: AtomicPtr<G>,
+    /// When it last parked on the idle list (runtime clock), for retirement.
+    pub(crate) idle_since: AtomicU64,
     spinning: AtomicBool,
     /// Parked on its note or blocked in the poller (traces).
     blocked: AtomicBool,
@@ -51,9 +71,15 @@ pub(crate) struct M {
 impl M {
     pub(crate) fn new(id: i64) -> M {
         M {
-            id,
-            p: AtomicUsize::new(NO_P),
+            id: AtomicI64::new(id),
+            p: AtomicPtr::new(std::ptr::null_mut()),
+            oldp: AtomicPtr::new(std::ptr::null_mut()),
             nextp: AtomicUsize::new(NO_P),
+            depth: AtomicU32::new(1),
+            preempt: AtomicBool::new(false),
+            lockedg: AtomicPtr::new(std::ptr::null_mut()),
+            syscallg: AtomicPtr::new(std::ptr::null_mut()),
+            idle_since: AtomicU64::new(0),
             spinning: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             curg: AtomicU64::new(0),
@@ -64,24 +90,78 @@ impl M {
         }
     }
 
-    /// The P this M holds.
+    pub(crate) fn id(&self) -> i64 {
+        self.id.load(Ordering::Relaxed)
+    }
+
+    /// Gives a recycled record a new identity (its thread is gone).
+    pub(crate) fn reuse(&self, id: i64) {
+        self.id.store(id, Ordering::Relaxed);
+        self.depth.store(1, Ordering::Relaxed);
+        self.preempt.store(false, Ordering::Relaxed);
+        self.pinned.store(0, Ordering::Relaxed);
+    }
+
+    /// The P this M holds. From G context, use [`super::ownership::pin_p`]
+    /// instead: sysmon may have taken it meanwhile.
     pub(crate) fn p(&self) -> Option<&'static P> {
-        match self.p.load(Ordering::Relaxed) {
-            NO_P => None,
-            i => Some(&sched().allp[i - 1]),
-        }
+        // SAFETY: non-null values are `&'static P` from `acquire_p`.
+        unsafe { self.p.load(Ordering::Relaxed).as_ref() }
     }
 
     pub(crate) fn p_id(&self) -> Option<usize> {
-        self.p.load(Ordering::Relaxed).checked_sub(1)
+        self.p().map(|p| p.id)
+    }
+
+    /// Forgets the P without touching it: it was taken away (`ownership`).
+    pub(crate) fn drop_p(&self) {
+        self.p.store(std::ptr::null_mut(), Ordering::Relaxed);
+    }
+
+    pub(crate) fn oldp(&self) -> Option<&'static P> {
+        // SAFETY: as in `p`.
+        unsafe { self.oldp.load(Ordering::Relaxed).as_ref() }
+    }
+
+    pub(crate) fn set_oldp(&self, p: Option<&'static P>) {
+        self.oldp
+            .store(p.map_or(std::ptr::null_mut(), |p| p as *const P as *mut P), Ordering::Relaxed);
     }
 
     pub(crate) fn set_nextp(&self, p: usize) {
         self.nextp.store(p + 1, Ordering::Relaxed);
     }
 
-    pub(crate) fn take_nextp(&self) -> Option<usize> {
-        self.nextp.swap(NO_P, Ordering::Relaxed).checked_sub(1)
+    /// Tells a parked M to exit when woken.
+    pub(crate) fn set_retire(&self) {
+        self.nextp.store(RETIRE, Ordering::Relaxed);
+    }
+
+    /// What a waker handed over: `Some(Some(p))` a P, `Some(None)` "exit".
+    pub(crate) fn take_nextp(&self) -> Option<Option<usize>> {
+        match self.nextp.swap(NO_P, Ordering::Relaxed) {
+            NO_P => None,
+            RETIRE => Some(None),
+            i => Some(Some(i - 1)),
+        }
+    }
+
+    pub(crate) fn lockedg(&self) -> Option<GRef> {
+        GRef::from_raw(self.lockedg.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_lockedg(&self, g: Option<GRef>) {
+        self.lockedg
+            .store(g.map_or(std::ptr::null_mut(), |g| g.as_ptr().as_ptr()), Ordering::Relaxed);
+    }
+
+    pub(crate) fn syscallg(&self) -> Option<GRef> {
+        GRef::from_raw(self.syscallg.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_syscallg(&self, g: Option<GRef>) {
+        self.syscallg
+            .store(g.map_or(std::ptr::null_mut(), |g| g.as_ptr().as_ptr()), Ordering::Relaxed);
     }
 
     pub(crate) fn spinning(&self) -> bool {
@@ -118,12 +198,14 @@ impl M {
         (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
     }
 
-    /// Takes P `p` (Go's `acquirep`). The P must be idle and off the idle list.
-    pub(crate) fn acquire_p(&self, p: usize) {
-        debug_assert!(self.p_id().is_none(), "M{} acquiring P{p} while holding one", self.id);
+    /// Takes P `p` (Go's `acquirep`). The P must be off the idle list and owned
+    /// by the caller (handed over by a waker, taken from the idle list, ...).
+    pub(crate) fn acquire_p(&'static self, p: usize) {
+        debug_assert!(self.p_id().is_none(), "M{} acquiring P{p} while holding one", self.id());
         let s = sched();
-        s.allp[p].set_running(self.id);
-        self.p.store(p + 1, Ordering::Relaxed);
+        let pp = s.p(p);
+        pp.set_state(PState::new(Some(self), PStatus::Running));
+        self.p.store(pp as *const P as *mut P, Ordering::Relaxed);
         if s.config.pin_threads && !s.cores.is_empty() {
             let core = p % s.cores.len();
             if self.pinned.load(Ordering::Relaxed) != core + 1 {
@@ -134,12 +216,18 @@ impl M {
         }
     }
 
-    /// Gives up the held P (Go's `releasep`); the caller puts it on the idle list.
+    /// Holds `p`, already in state `(self, Running)` (a blocking call's old P won back).
+    pub(crate) fn adopt_p(&self, p: &'static P) {
+        self.p.store(p as *const P as *mut P, Ordering::Relaxed);
+    }
+
+    /// Gives up the held P (Go's `releasep`); the caller puts it on the idle list
+    /// or hands it on.
     pub(crate) fn release_p(&self) -> usize {
-        let p = self.p_id().expect("release_p without a P");
-        sched().allp[p].set_idle();
-        self.p.store(NO_P, Ordering::Relaxed);
-        p
+        let p = self.p().expect("release_p without a P");
+        p.set_state(PState::new(None, PStatus::Idle));
+        self.drop_p();
+        p.id
     }
 }
 
@@ -174,17 +262,21 @@ pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
     m.set_nextp(p);
     m.set_spinning(spinning);
     let res = std::thread::Builder::new()
-        .name(format!("goro-m{}", m.id))
+        .name(format!("goro-m{}", m.id()))
         .spawn(move || {
             CURRENT_M.with(|c| c.set(m));
             super::signal::on_thread_start();
-            let p = m.take_nextp().expect("new M without a P");
+            let p = m.take_nextp().flatten().expect("new M without a P");
             m.acquire_p(p);
-            super::schedule::run(m)
+            super::schedule::run(m);
+            // Retired: the record goes back for reuse; this thread touches it no more.
+            CURRENT_M.with(|c| c.set(std::ptr::null()));
+            super::signal::on_thread_exit();
+            sched().m_exited(m);
         });
     if let Err(e) = res {
         // Without a thread nothing can run the P's work; Go throws here too.
-        eprintln!("goro: fatal: cannot start an OS thread for M{}: {e}", m.id);
+        eprintln!("goro: fatal: cannot start an OS thread for M{}: {e}", m.id());
         std::process::abort();
     }
 }

@@ -19,10 +19,14 @@ pub(crate) mod idle;
 pub(crate) mod lock;
 #[cfg(all(test, loom))]
 mod loom_models;
+mod lockosthread;
 pub(crate) mod m;
 pub(crate) mod note;
 pub(crate) mod p;
+pub(crate) mod ownership;
 mod panics;
+pub(crate) mod preempt;
+mod procresize;
 pub(crate) mod park;
 mod quadheap;
 pub(crate) mod runq;
@@ -31,6 +35,7 @@ mod schedule;
 mod signal;
 pub(crate) mod stack;
 mod stats;
+mod sysmon;
 pub(crate) mod sync_prims;
 pub(crate) mod task;
 pub(crate) mod timers;
@@ -39,6 +44,8 @@ pub(crate) mod waitq;
 pub(crate) mod wake;
 
 pub use config::{AlreadyStarted, Config};
+pub use lockosthread::{lock_os_thread, unlock_os_thread};
+pub use procresize::set_gomaxprocs;
 pub use stats::{ProcStats, Stats};
 
 /// GOMAXPROCS: the number of Ps, i.e. of Gs that can run in parallel.

@@ -49,6 +49,22 @@ mod futex_note {
                 crate::runtime::futex::wait(&self.state, EMPTY, None);
             }
         }
+
+        /// Blocks until woken or `timeout` passed. Returns whether it was woken
+        /// (and consumed the wake-up).
+        pub(crate) fn sleep_timeout(&self, timeout: std::time::Duration) -> bool {
+            let deadline = std::time::Instant::now() + timeout;
+            loop {
+                if self.state.swap(EMPTY, Ordering::Acquire) == NOTIFIED {
+                    return true;
+                }
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return false;
+                }
+                crate::runtime::futex::wait(&self.state, EMPTY, Some(left));
+            }
+        }
     }
 }
 
@@ -81,6 +97,11 @@ mod loom_note {
                 n = self.cv.wait(n).unwrap();
             }
             *n = false;
+        }
+
+        /// Models see no time: a timed sleep just consumes a pending wake-up.
+        pub(crate) fn sleep_timeout(&self, _timeout: std::time::Duration) -> bool {
+            std::mem::replace(&mut *self.notified.lock().unwrap(), false)
         }
     }
 }

@@ -9,20 +9,80 @@
 //!
 //! Shared parts: the run queue (thieves), the timers (a stealing M may run them),
 //! and the counters, which only the holder writes ([`bump`]) and anyone reads.
+//!
+//! # The state word
+//! `state` packs the holding M's address with the P's [`PStatus`] (Ms are 8-aligned,
+//! so the low three bits are free). One word, so that taking a P away from its M
+//! (sysmon's retake, a stop-the-world) and the M's own transitions arbitrate with a
+//! single compare-and-swap; the protocol is in [`super::ownership`].
 
 use super::g::GRef;
 use super::runq::RunQueue;
 use super::stack::StackCache;
 use super::timers::Timers;
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use super::m::M;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// P status, numbered as Go's `_Pidle`... so scheddetail prints the same.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum PStatus {
+    /// On the idle list, or being handed to an M.
     Idle = 0,
+    /// Held by an M that runs Gs or the scheduler with it.
     Running = 1,
+    /// Its M's G is in a blocking call; sysmon may hand it to another M.
+    Syscall = 2,
+    /// Taken by a stop-the-world.
+    Stopped = 3,
+    /// Beyond `gomaxprocs` after a resize.
+    Dead = 4,
+    /// Transient: sysmon or a stop-the-world is deciding whether to take it from
+    /// its running M ([`super::ownership`]).
+    Retaking = 5,
+}
+
+impl PStatus {
+    const ALL: [PStatus; 6] = [
+        PStatus::Idle,
+        PStatus::Running,
+        PStatus::Syscall,
+        PStatus::Stopped,
+        PStatus::Dead,
+        PStatus::Retaking,
+    ];
+}
+
+/// The bits of the state word that hold the status.
+const STATUS_MASK: usize = 7;
+
+/// A P state word: holder (if any) and status.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PState(usize);
+
+impl PState {
+    pub(crate) fn new(m: Option<&M>, status: PStatus) -> PState {
+        let addr = m.map_or(0, |m| m as *const M as usize);
+        debug_assert_eq!(addr & STATUS_MASK, 0);
+        PState(addr | status as usize)
+    }
+
+    pub(crate) fn status(self) -> PStatus {
+        PStatus::ALL[self.0 & STATUS_MASK]
+    }
+
+    /// The M holding the P (also during `Syscall` and `Retaking`).
+    pub(crate) fn m(self) -> Option<&'static M> {
+        let addr = self.0 & !STATUS_MASK;
+        // SAFETY: non-zero addresses were made from `&'static M` in `new`; Ms are
+        // never freed.
+        unsafe { (addr as *const M).as_ref() }
+    }
+
+    pub(crate) fn with_status(self, status: PStatus) -> PState {
+        PState((self.0 & !STATUS_MASK) | status as usize)
+    }
 }
 
 /// Per-P counters. Written only by the M holding the P, read by anyone.
@@ -64,9 +124,10 @@ pub(crate) struct Local {
 
 pub(crate) struct P {
     pub(crate) id: usize,
-    status: AtomicU8,
-    /// Id of the M holding it, -1 if none.
-    m: AtomicI64,
+    /// Holder and status (module docs).
+    state: AtomicUsize,
+    /// Blocking calls entered by Gs on this P (Go's `syscalltick`); sysmon watches it.
+    pub(crate) syscalltick: AtomicU64,
     pub(crate) runq: RunQueue<super::g::G>,
     pub(crate) timers: Timers,
     pub(crate) counters: Counters,
@@ -85,8 +146,8 @@ impl P {
     pub(crate) fn new(id: usize) -> P {
         P {
             id,
-            status: AtomicU8::new(PStatus::Idle as u8),
-            m: AtomicI64::new(-1),
+            state: AtomicUsize::new(PState::new(None, PStatus::Idle).0),
+            syscalltick: AtomicU64::new(0),
             runq: RunQueue::new(),
             timers: Timers::new(),
             counters: Counters::default(),
@@ -114,26 +175,31 @@ impl P {
         unsafe { &mut *self.local.get() }
     }
 
+    /// The state word (`Acquire`: pairs with the `Release` of every transition,
+    /// so whoever sees a P handed to it sees what its previous holder wrote).
+    pub(crate) fn state(&self) -> PState {
+        PState(self.state.load(Ordering::Acquire))
+    }
+
     pub(crate) fn status(&self) -> PStatus {
-        if self.status.load(Ordering::Relaxed) == PStatus::Running as u8 {
-            PStatus::Running
-        } else {
-            PStatus::Idle
-        }
+        self.state().status()
     }
 
-    pub(crate) fn set_running(&self, m_id: i64) {
-        self.m.store(m_id, Ordering::Relaxed);
-        self.status.store(PStatus::Running as u8, Ordering::Relaxed);
+    /// Unconditional transition, by whoever owns the P exclusively right now.
+    pub(crate) fn set_state(&self, to: PState) {
+        self.state.store(to.0, Ordering::Release);
     }
 
-    pub(crate) fn set_idle(&self) {
-        self.m.store(-1, Ordering::Relaxed);
-        self.status.store(PStatus::Idle as u8, Ordering::Relaxed);
+    /// Transition `from` -> `to` if nobody changed the word meanwhile.
+    pub(crate) fn cas_state(&self, from: PState, to: PState) -> bool {
+        self.state
+            .compare_exchange(from.0, to.0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
+    /// Id of the M holding it, -1 if none (traces).
     pub(crate) fn m_id(&self) -> i64 {
-        self.m.load(Ordering::Relaxed)
+        self.state().m().map_or(-1, |m| m.id())
     }
 
     pub(crate) fn schedtick(&self) -> u64 {

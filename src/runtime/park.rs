@@ -30,7 +30,8 @@
 //! winner's writes before its wake are visible to the woken waiter.
 
 use super::g::{GRef, Status, Switch, Unlock, WaitReason};
-use super::m::{current_g, current_p};
+use super::m::current_g;
+use super::ownership::with_p;
 use super::sched::sched;
 use super::timers::{add_timer, Action};
 use super::wake::wakep;
@@ -262,9 +263,9 @@ fn park_g<U>(g: GRef, reason: WaitReason, unlock: U) {
 /// (Go's `goready`).
 pub(crate) fn ready(g: GRef) {
     g.cas_status(Status::Waiting, Status::Runnable);
-    match current_p() {
+    with_p(|p| match p {
         Some(p) => p.runq_put(g, true),
         None => sched().global.push(g),
-    }
+    });
     wakep();
 }

@@ -18,8 +18,9 @@ use super::p::P;
 use super::stack::StackPool;
 use super::trace::Godebug;
 use crate::netpoll::Poller;
+use super::config::MAX_PROCS;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -37,7 +38,14 @@ pub(crate) struct Counters {
 
 pub(crate) struct Sched {
     pub(crate) config: Resolved,
-    pub(crate) allp: Box<[P]>,
+    /// Every P ever made, by id; `procs` of them are in use. Ps are made when
+    /// GOMAXPROCS first grows past them and never freed (a P beyond `procs` is
+    /// `Dead`), so `&'static P` references stay valid across resizes.
+    allp: Box<[OnceLock<&'static P>]>,
+    /// GOMAXPROCS. Changed only under a stop-the-world (`procresize.rs`); readers
+    /// without a P may see the old value for a moment, which only makes them look
+    /// at a `Dead` P's empty queue or miss a new empty one.
+    procs: AtomicUsize,
     pub(crate) global: GlobalRunq,
     pub(crate) idle: Idle<&'static M>,
     /// Runtime clock (ns) when the poller last returned; 0 while an M is blocked in it.
@@ -47,7 +55,10 @@ pub(crate) struct Sched {
     pub(crate) poller: Poller,
     pub(crate) stacks: StackPool,
     pub(crate) gfree: GFreePool,
+    /// Ms with a thread (`threads=` in schedtrace), oldest first.
     pub(crate) allm: Mutex<Vec<&'static M>>,
+    /// Records of Ms whose thread exited, for reuse.
+    mfree: Mutex<Vec<&'static M>>,
     next_m_id: AtomicI64,
     pub(crate) next_goid: AtomicU64,
     pub(crate) counters: Counters,
@@ -56,8 +67,12 @@ pub(crate) struct Sched {
     /// spawn and exit).
     pub(crate) allgs: Option<Mutex<HashMap<u64, GRef>>>,
     pub(crate) cores: Vec<core_affinity::CoreId>,
-    /// Strides for the random steal order (numbers coprime with gomaxprocs).
-    pub(crate) steal_strides: Vec<usize>,
+    pub(crate) sysmon: super::sysmon::Sysmon,
+    /// Serialises stop-the-world operations (`set_gomaxprocs`).
+    pub(crate) stw: Mutex<()>,
+    /// A stop-the-world is collecting the Ps: Ms give theirs up at their next
+    /// scheduling point (Go's `gcwaiting`).
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
     pub(crate) started: Instant,
 }
 
@@ -81,7 +96,7 @@ pub(crate) fn start(config: Config) -> bool {
         Sched::new(config.resolve())
     });
     if ours {
-        super::trace::start(s);
+        super::sysmon::start(s);
     }
     ours
 }
@@ -90,13 +105,19 @@ impl Sched {
     fn new(config: Resolved) -> Sched {
         super::signal::install();
         super::panics::install_hook();
+        super::ownership::init_barrier();
         let godebug = Godebug::from_env();
         let poller = Poller::new().unwrap_or_else(|e| {
             eprintln!("goro: fatal: cannot create the epoll poller: {e}");
             std::process::abort()
         });
+        let allp: Box<[OnceLock<&'static P>]> = (0..MAX_PROCS).map(|_| OnceLock::new()).collect();
+        for (id, slot) in allp.iter().enumerate().take(config.procs) {
+            let _ = slot.set(Box::leak(Box::new(P::new(id))));
+        }
         Sched {
-            allp: (0..config.procs).map(P::new).collect(),
+            allp,
+            procs: AtomicUsize::new(config.procs),
             global: GlobalRunq::new(),
             idle: Idle::new(config.procs),
             lastpoll: AtomicU64::new(1),
@@ -105,6 +126,7 @@ impl Sched {
             stacks: StackPool::new(),
             gfree: GFreePool::new(),
             allm: Mutex::new(Vec::new()),
+            mfree: Mutex::new(Vec::new()),
             next_m_id: AtomicI64::new(0),
             next_goid: AtomicU64::new(1),
             counters: Counters::default(),
@@ -115,21 +137,65 @@ impl Sched {
             } else {
                 Vec::new()
             },
-            steal_strides: super::schedule::coprimes(config.procs),
+            sysmon: super::sysmon::Sysmon::new(),
+            stw: Mutex::new(()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
             started: Instant::now(),
             config,
         }
     }
 
     pub(crate) fn gomaxprocs(&self) -> usize {
-        self.allp.len()
+        self.procs.load(Ordering::Acquire)
     }
 
-    /// Registers a new M.
+    /// Sets GOMAXPROCS; only under a stop-the-world, after making Ps up to `n`.
+    pub(crate) fn set_procs(&self, n: usize) {
+        self.procs.store(n, Ordering::Release);
+    }
+
+    /// P `id`, which must have been made.
+    pub(crate) fn p(&self, id: usize) -> &'static P {
+        self.allp[id].get().expect("goro: P used before it was made")
+    }
+
+    /// P `id`, made now if it never existed (a stop-the-world growing GOMAXPROCS).
+    pub(crate) fn p_or_make(&self, id: usize) -> &'static P {
+        self.allp[id].get_or_init(|| Box::leak(Box::new(P::new(id))))
+    }
+
+    /// The Ps in use: `0..gomaxprocs`.
+    pub(crate) fn procs(&self) -> impl Iterator<Item = &'static P> + '_ {
+        (0..self.gomaxprocs()).map(|i| self.p(i))
+    }
+
+    /// Every P ever made, in use or `Dead` (their counters still count).
+    pub(crate) fn every_p(&self) -> impl Iterator<Item = &'static P> + '_ {
+        self.allp.iter().map_while(|slot| slot.get().copied())
+    }
+
+    /// Registers a new M, reusing the record of one whose thread exited.
     pub(crate) fn new_m(&self) -> &'static M {
-        let m: &'static M = Box::leak(Box::new(M::new(self.next_m_id.fetch_add(1, Ordering::Relaxed))));
+        let id = self.next_m_id.fetch_add(1, Ordering::Relaxed);
+        let reused = self.mfree.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let m = match reused {
+            Some(m) => {
+                m.reuse(id);
+                m
+            }
+            None => Box::leak(Box::new(M::new(id))),
+        };
         self.allm.lock().unwrap_or_else(|e| e.into_inner()).push(m);
         m
+    }
+
+    /// The thread of `m` is exiting: it no longer counts, and its record may be reused.
+    pub(crate) fn m_exited(&self, m: &'static M) {
+        self.allm
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|x| !std::ptr::eq(*x, m));
+        self.mfree.lock().unwrap_or_else(|e| e.into_inner()).push(m);
     }
 
     /// Runtime clock: nanoseconds since the runtime started.

@@ -27,12 +27,15 @@
 use super::g::{GRef, Outcome, Status, Switch};
 use super::gfree::gfput;
 use super::m::{set_current_g, M};
-use super::p::{bump, P};
+use super::ownership::{enter_runtime, leave_runtime};
+use super::p::{bump, PState, PStatus, P};
 use super::park::Waiter;
 use super::runq::RING_CAP;
 use super::sched::{sched, Sched};
 use super::timers::NO_TIMER;
-use super::wake::{become_spinning, reset_spinning, stop_m, wakep};
+use super::wake::{
+    become_spinning, hand_off_p, reset_spinning, start_locked_m, stop_locked_m, stop_m, wakep,
+};
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
@@ -51,19 +54,66 @@ const RUNNEXT_STEAL_SPINS: u32 = 150;
 /// Steal rounds over all Ps (Go's `stealTries`).
 const STEAL_TRIES: usize = 4;
 
-/// The M's main loop; never returns.
-pub(crate) fn run(m: &'static M) -> ! {
+/// The M's main loop. Returns only when the M must exit: sysmon retired it, or
+/// the G wired to it by `lock_os_thread` exited.
+pub(crate) fn run(m: &'static M) {
     loop {
-        let (g, inherit) = find_runnable(m);
+        if let Some(g) = m.lockedg() {
+            // Wired to a G that is not running: only it may run here. Wait until a
+            // scheduler that dequeues it hands this M a P.
+            if !stop_locked_m(m) {
+                return;
+            }
+            if !execute(m, g, false) {
+                return;
+            }
+            continue;
+        }
+        if m.p().is_none() && !reacquire_p(m) {
+            return;
+        }
+        let Some((g, inherit)) = find_runnable(m) else {
+            return;
+        };
         if m.spinning() {
             reset_spinning(m);
         }
-        execute(m, g, inherit);
+        if let Some(locked) = g.lockedm() {
+            if !std::ptr::eq(locked, m) {
+                // Its own M runs it, on our P; we look for a P again.
+                start_locked_m(m, locked);
+                continue;
+            }
+        }
+        if !execute(m, g, inherit) {
+            return;
+        }
+    }
+}
+
+/// An M without a P (its P was retaken while its G ran, or its G's blocking call
+/// found none on return) takes an idle one, or parks until handed one. False if
+/// it was retired while parked.
+fn reacquire_p(m: &'static M) -> bool {
+    let s = sched();
+    let p = if s.stopping.load(Ordering::SeqCst) {
+        None
+    } else {
+        s.idle.lock().pidle_get()
+    };
+    match p {
+        Some(p) => {
+            m.acquire_p(p);
+            true
+        }
+        None => stop_m(m),
     }
 }
 
 /// Resumes `g` on this M until it switches out, then carries out its request.
-fn execute(m: &'static M, g: GRef, inherit: bool) {
+/// Returns false if the M must exit (its locked G exited: Go ends the thread, whose
+/// state the G may have changed).
+fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
     let s = sched();
     let p = m.p().expect("execute without a P");
     if !inherit {
@@ -73,24 +123,34 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     }
     bump(&p.counters.context_switches, 1);
     g.cas_status(Status::Runnable, Status::Running);
-    g.set_m_id(m.id);
+    g.set_m_id(m.id());
     m.set_curg(g.id());
+    m.preempt.store(false, Ordering::Relaxed);
     set_current_g(Some(g));
     let default_size = s.config.stack_size;
-    // `p.local()` is re-derived each time rather than held across the resume:
-    // the G itself uses it meanwhile (spawns take ids and G headers from it).
-    // SAFETY: we popped `g` from a queue, so this M owns it until it switches out;
-    // the stack closure runs before the switch and its borrow ends with it.
-    let outcome = unsafe { g.resume(|size| p.local().stacks.get(&s.stacks, size, default_size)) };
+    // SAFETY: we popped `g` from a queue, so this M owns it until it switches out.
+    let first_stack = unsafe { g.needs_stack() }.then(|| {
+        // SAFETY: this M holds `p`; the reference dies in this closure.
+        unsafe { p.local() }.stacks.get(&s.stacks, g.stack_size(), default_size)
+    });
+    leave_runtime(m);
+    // SAFETY: as above; the stack was asked for exactly when the G needed one.
+    let outcome = unsafe { g.resume(first_stack) };
+    // The P may have been taken while the G ran (sysmon's retake): then this M
+    // finishes the G's request without one.
+    let p = enter_runtime(m);
     set_current_g(None);
     m.set_curg(0);
     match outcome {
         Outcome::Exited(stack) => {
-            // SAFETY: this M holds `p`; the G is gone, nothing else uses its state.
-            unsafe { p.local() }.stacks.put(&s.stacks, stack, default_size);
-            exit_g(p, g);
+            match p {
+                // SAFETY: this M holds `p`; the G is gone, nothing else uses its state.
+                Some(p) => unsafe { p.local() }.stacks.put(&s.stacks, stack, default_size),
+                None => s.stacks.give([stack]),
+            }
+            return exit_g(m, p, g);
         }
-        Outcome::NoStack => exit_g(p, g),
+        Outcome::NoStack => return exit_g(m, p, g),
         Outcome::Switched => {
             // SAFETY: the G has switched out; this M still owns it.
             let switch = std::mem::replace(&mut unsafe { g.ctx() }.switch, Switch::None);
@@ -112,23 +172,43 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
             }
         }
     }
+    true
 }
 
 /// The G's body returned: unregister it, drop its task and recycle the header.
-fn exit_g(p: &P, g: GRef) {
+/// Returns false if the G was wired to this M, which must then exit.
+fn exit_g(m: &'static M, p: Option<&P>, g: GRef) -> bool {
     if let Some(all) = &sched().allgs {
         all.lock().unwrap_or_else(|e| e.into_inner()).remove(&g.id());
     }
+    let was_locked = m.lockedg() == Some(g);
     // SAFETY: this M saw the G exit and owns it; no queue or waiter holds it.
     unsafe { g.finish() };
     gfput(p, g);
+    if was_locked {
+        m.set_lockedg(None);
+        if m.p().is_some() {
+            hand_off_p(m.release_p());
+        }
+        return false;
+    }
+    true
 }
 
 /// Finds a G to run, blocking until there is one. Returns with `m` holding a P,
-/// and whether the G inherits the time slice.
-fn find_runnable(m: &'static M) -> (GRef, bool) {
+/// and whether the G inherits the time slice; `None` if the M was retired while
+/// parked.
+fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
     let s = sched();
     'top: loop {
+        if s.stopping.load(Ordering::SeqCst) {
+            // A stop-the-world is collecting the Ps: give ours up and wait.
+            stop_for_stw(m);
+            if !stop_m(m) {
+                return None;
+            }
+            continue 'top;
+        }
         let p = m.p().expect("find_runnable without a P");
         let TimerRun {
             now,
@@ -138,7 +218,7 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
 
         if p.schedtick() % GLOBAL_CHECK_PERIOD == 0 && !s.global.is_empty() {
             if let Some(g) = global_get(s, p, 1) {
-                return (g, false);
+                return Some((g, false));
             }
         }
         // A busy P also looks at the network now and then, so sockets that became
@@ -155,18 +235,18 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
             netpoll(s, Some(Duration::ZERO));
         }
         if let Some(found) = local_pop(s, p) {
-            return found;
+            return Some(found);
         }
         if !s.global.is_empty() {
             if let Some(g) = global_get(s, p, 0) {
-                return (g, false);
+                return Some((g, false));
             }
         }
         // Step 5: the network, without blocking, if a G waits on it and no M is
         // already blocked in the poller (which would get the events itself).
         if crate::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 && netpoll(s, Some(Duration::ZERO)) {
             if let Some(found) = local_pop(s, p) {
-                return found;
+                return Some(found);
             }
         }
 
@@ -175,7 +255,7 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
                 become_spinning(m);
             }
             match steal_work(m, p, now) {
-                Stolen::G(g, inherit) => return (g, inherit),
+                Stolen::G(g, inherit) => return Some((g, inherit)),
                 Stolen::NewWork => continue 'top,
                 Stolen::Nothing { next_timer } => poll_until = poll_until.min(next_timer),
             }
@@ -254,13 +334,27 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
                 s.poller.wake();
             }
         }
-        stop_m(m);
+        if !stop_m(m) {
+            return None;
+        }
     }
 }
 
+/// Gives this M's P to the stop-the-world collecting them (`procresize.rs`).
+fn stop_for_stw(m: &'static M) {
+    if m.spinning() {
+        m.set_spinning(false);
+        sched().idle.stop_spinning();
+    }
+    let p = m.p().expect("stop_for_stw without a P");
+    m.drop_p();
+    p.set_state(PState::new(None, PStatus::Stopped));
+}
+
 /// Polls the network with `timeout` and readies the Gs waiting on what became
-/// ready (onto this M's P). Returns whether it readied any.
-fn netpoll(s: &Sched, timeout: Option<Duration>) -> bool {
+/// ready (onto this M's P, or the global queue without one). Returns whether it
+/// readied any.
+pub(crate) fn netpoll(s: &Sched, timeout: Option<Duration>) -> bool {
     let mut woken = Vec::new();
     s.poller.poll(timeout, &mut woken);
     ready_polled(s, woken)
@@ -364,11 +458,11 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
     let mut ran_timers = false;
     for round in 0..STEAL_TRIES {
         let last = round == STEAL_TRIES - 1;
-        for victim in RandomOrder::new(n, m.rand(), &s.steal_strides) {
+        for victim in RandomOrder::new(n, m.rand()) {
             if victim == p.id {
                 continue;
             }
-            let v = &s.allp[victim];
+            let v = s.p(victim);
             if last && v.timers.next() != NO_TIMER {
                 // Judged by what fired, not by the heap's length: the victim's
                 // owner may add timers meanwhile, and a G readied into our P that
@@ -426,7 +520,7 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
 /// After idling its P, a formerly spinning M looks at every busy P's queue once
 /// more; if one has work it takes an idle P back (Go's `checkRunqsNoP`).
 fn check_runqs_without_p(s: &Sched) -> Option<usize> {
-    for p in s.allp.iter() {
+    for p in s.procs() {
         if p.status() != super::p::PStatus::Idle && !p.runq.is_empty() {
             return s.idle.lock().pidle_get_spinning();
         }
@@ -436,11 +530,12 @@ fn check_runqs_without_p(s: &Sched) -> Option<usize> {
 
 /// The earliest timer over all Ps (Go's `checkTimersNoP`).
 fn earliest_timer(s: &Sched) -> u64 {
-    s.allp.iter().map(|p| p.timers.next()).min().unwrap_or(NO_TIMER)
+    s.procs().map(|p| p.timers.next()).min().unwrap_or(NO_TIMER)
 }
 
 /// Visits `0..n` in a random order: a random start and a stride coprime with `n`,
-/// so every index comes exactly once (Go's `randomOrder`).
+/// so every index comes exactly once (Go's `randomOrder`, which precomputes the
+/// coprimes; here GOMAXPROCS may change, and a few `gcd`s per steal are cheap).
 struct RandomOrder {
     n: usize,
     pos: usize,
@@ -449,10 +544,13 @@ struct RandomOrder {
 }
 
 impl RandomOrder {
-    /// `strides` are the numbers in `1..=n` coprime with `n` ([`coprimes`]).
-    fn new(n: usize, r: u32, strides: &[usize]) -> Self {
+    fn new(n: usize, r: u32) -> Self {
         let r = r as usize;
-        let stride = strides[(r >> 16) % strides.len()];
+        // The first number coprime with `n` from a random point of `1..=n`.
+        let mut stride = (r >> 16) % n + 1;
+        while gcd(stride, n) != 1 {
+            stride = stride % n + 1;
+        }
         RandomOrder {
             n,
             pos: r % n,
@@ -462,17 +560,12 @@ impl RandomOrder {
     }
 }
 
-/// The numbers in `1..=n` coprime with `n`: the strides that visit every index of
-/// `0..n` exactly once.
-pub(crate) fn coprimes(n: usize) -> Vec<usize> {
-    fn gcd(a: usize, b: usize) -> usize {
-        if b == 0 {
-            a
-        } else {
-            gcd(b, a % b)
-        }
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
-    (1..=n.max(1)).filter(|&i| gcd(i, n.max(1)) == 1).collect()
 }
 
 impl Iterator for RandomOrder {
@@ -496,7 +589,7 @@ mod tests {
     fn random_order_visits_each_p_once() {
         for n in 1..=12 {
             for r in [0u32, 1, 7, 0xdead_beef, u32::MAX] {
-                let mut seen: Vec<usize> = RandomOrder::new(n, r, &coprimes(n)).collect();
+                let mut seen: Vec<usize> = RandomOrder::new(n, r).collect();
                 seen.sort_unstable();
                 assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n={n} r={r}");
             }
@@ -506,7 +599,7 @@ mod tests {
     #[test]
     fn random_order_uses_different_strides() {
         let strides: std::collections::HashSet<usize> = (0..64u32)
-            .map(|k| RandomOrder::new(8, k << 16, &coprimes(8)).stride)
+            .map(|k| RandomOrder::new(8, k << 16).stride)
             .collect();
         assert_eq!(strides, [1, 3, 5, 7].into_iter().collect());
     }

@@ -59,8 +59,8 @@ pub(crate) fn on_thread_start() {
     if current.ss_flags & libc::SS_DISABLE == 0 && current.ss_size >= ALT_STACK_SIZE {
         return;
     }
-    // SAFETY: fresh anonymous mapping; checked below. It lives as long as the M
-    // (forever), so it is never unmapped.
+    // SAFETY: fresh anonymous mapping; checked below. It lives as long as the M's
+    // thread; `on_thread_exit` unmaps it.
     let mem = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -81,6 +81,31 @@ pub(crate) fn on_thread_start() {
     };
     // SAFETY: `stack` describes the mapping above.
     unsafe { libc::sigaltstack(&stack, std::ptr::null_mut()) };
+    OUR_ALT_STACK.with(|c| c.set(mem));
+}
+
+thread_local! {
+    /// The alternate signal stack `on_thread_start` mapped for this thread, if any.
+    static OUR_ALT_STACK: std::cell::Cell<*mut libc::c_void> = const { std::cell::Cell::new(std::ptr::null_mut()) };
+}
+
+/// An M's thread is exiting: disables and unmaps the alternate stack it was given.
+pub(crate) fn on_thread_exit() {
+    let mem = OUR_ALT_STACK.with(|c| c.replace(std::ptr::null_mut()));
+    if mem.is_null() {
+        return;
+    }
+    let off = libc::stack_t {
+        ss_sp: std::ptr::null_mut(),
+        ss_flags: libc::SS_DISABLE,
+        ss_size: 0,
+    };
+    // SAFETY: disabling this thread's altstack; no signal handler runs on it now
+    // (we are not in a handler). Then the mapping is unused and ours to unmap.
+    unsafe {
+        libc::sigaltstack(&off, std::ptr::null_mut());
+        libc::munmap(mem, ALT_STACK_SIZE);
+    }
 }
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {

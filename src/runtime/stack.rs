@@ -220,6 +220,11 @@ impl StackCache {
         Ok(self.stacks.pop().expect("cache refilled"))
     }
 
+    /// Gives every cached stack back to the pool (the P is going away).
+    pub(crate) fn drain_to(&mut self, pool: &StackPool) {
+        pool.give(self.stacks.drain(..));
+    }
+
     /// Takes back a stack whose coroutine has finished.
     pub(crate) fn put(&mut self, pool: &StackPool, stack: GStack, default_size: usize) {
         if stack.size() != default_size {

@@ -55,11 +55,13 @@ pub struct ProcStats {
 
 pub(crate) fn collect(s: &Sched) -> Stats {
     let mut st = Stats::default();
-    for p in s.allp.iter() {
+    // Counters of every P ever made: a P removed by `set_gomaxprocs` keeps its own.
+    for p in s.every_p() {
         st.completed += p.counters.completed.load(Relaxed);
     }
     st.spawned = s.counters.spawned_outside.load(Relaxed);
-    for p in s.allp.iter() {
+    let nprocs = s.gomaxprocs();
+    for p in s.every_p() {
         let c = &p.counters;
         st.spawned += c.spawned.load(Relaxed);
         st.context_switches += c.context_switches.load(Relaxed);
@@ -68,11 +70,13 @@ pub(crate) fn collect(s: &Sched) -> Stats {
         st.global_runq_gets += c.global_runq_gets.load(Relaxed);
         st.runnext_hits += c.runnext_hits.load(Relaxed);
         st.timers_fired += c.timers_fired.load(Relaxed);
-        st.procs.push(ProcStats {
-            schedtick: c.schedtick.load(Relaxed),
-            runq_len: u64::from(p.runq.ring_len()),
-            steals: c.steals.load(Relaxed),
-        });
+        if p.id < nprocs {
+            st.procs.push(ProcStats {
+                schedtick: c.schedtick.load(Relaxed),
+                runq_len: u64::from(p.runq.ring_len()),
+                steals: c.steals.load(Relaxed),
+            });
+        }
     }
     st.live = st.spawned.saturating_sub(st.completed);
     st.netpoll_ready = s.counters.netpoll_ready.load(Relaxed);

@@ -22,7 +22,7 @@
 //! Heap, not wheel: the reasoning is in docs/DESIGN.md ("Timers").
 
 use super::g::GRef;
-use super::m::current_p;
+use super::ownership::with_p;
 use super::park::{Claim, TIMED_OUT};
 use super::quadheap::QuadHeap;
 use super::sched::sched;
@@ -82,10 +82,8 @@ impl Action {
 /// Arms a timer at `when` (runtime clock) on the current P, or on P0 from a plain
 /// thread, and makes sure an M will wake up for it.
 pub(crate) fn add_timer(when: u64, action: Action) {
-    match current_p() {
-        Some(p) => p.timers.add(when, action),
-        None => sched().allp[0].timers.add(when, action),
-    }
+    // Inside the runtime, so a resize cannot retire the P while we add to it.
+    with_p(|p| p.unwrap_or_else(|| sched().p(0)).timers.add(when, action));
     wake_netpoller(when);
 }
 
@@ -147,6 +145,18 @@ impl Timers {
         let next = h.entries.peek_key().map_or(NO_TIMER, |(when, _)| when);
         self.next.store(next, Ordering::Release);
         self.len.store(h.entries.len(), Ordering::Relaxed);
+    }
+
+    /// Removes every timer (its P is going away); they keep their deadlines when
+    /// added elsewhere.
+    pub(crate) fn take_all(&self) -> Vec<(u64, Action)> {
+        let mut h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = Vec::with_capacity(h.entries.len());
+        while let Some(((when, _), action)) = h.entries.pop() {
+            all.push((when, action));
+        }
+        self.publish(&h);
+        all
     }
 
     /// Runs every timer due at `now`, in deadline order; the actions run outside

@@ -1,15 +1,13 @@
 //! `GODEBUG=schedtrace=N[,scheddetail=1]`: periodic scheduler summaries on stderr in
 //! Go's own format, plus goro's extra fields (`steals=`, `stolen=`).
 //!
-//! A dedicated thread (no P) prints one line at start-up and then every N ms. It
-//! only reads atomics and short-held locks, so the numbers are a racy snapshot, as
-//! Go's are.
+//! sysmon prints one report at start-up and then every N ms (as Go's sysmon does).
+//! Rendering only reads atomics and short-held locks, so the numbers are a racy
+//! snapshot, as Go's are.
 
 use super::g::Status;
 use super::sched::Sched;
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::time::Duration;
 
 /// The parsed `GODEBUG` settings goro understands.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,25 +50,6 @@ impl Godebug {
     }
 }
 
-/// Starts the trace thread if `schedtrace` is on.
-pub(crate) fn start(s: &'static Sched) {
-    let period = s.godebug.schedtrace_ms;
-    if period == 0 {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("goro-schedtrace".into())
-        .spawn(move || loop {
-            let line = render(s);
-            // One write per report so lines from concurrent writers do not interleave.
-            let _ = std::io::stderr().lock().write_all(line.as_bytes());
-            std::thread::sleep(Duration::from_millis(period));
-        });
-    if let Err(e) = spawned {
-        eprintln!("goro: GODEBUG=schedtrace: cannot start the trace thread: {e}");
-    }
-}
-
 /// One report: the summary line, and with scheddetail the P, M and G lines.
 pub(crate) fn render(s: &Sched) -> String {
     let detail = s.godebug.scheddetail;
@@ -106,7 +85,7 @@ pub(crate) fn render(s: &Sched) -> String {
     if !detail {
         return out;
     }
-    for (i, p) in s.allp.iter().enumerate() {
+    for (i, p) in s.procs().enumerate() {
         let _ = writeln!(
             out,
             "  P{i}: status={} schedtick={} syscalltick=0 m={} runqsize={} gfreecnt={} timerslen={}",
@@ -123,7 +102,7 @@ pub(crate) fn render(s: &Sched) -> String {
         let _ = writeln!(
             out,
             "  M{}: p={} curg={} mallocing=0 throwing=0 preemptoff= locks=0 dying=0 spinning={} blocked={} lockedg=nil",
-            m.id,
+            m.id(),
             nil_or(m.p_id().map_or(-1, |p| p as i64)),
             nil_or(if m.curg() == 0 { -1 } else { m.curg() as i64 }),
             m.spinning(),

@@ -22,6 +22,7 @@
 
 use super::m::{spawn_thread, M};
 use super::sched::sched;
+use super::timers::NO_TIMER;
 use std::sync::atomic::{fence, Ordering};
 
 /// Tries to put one more M to work on an idle P (rule 1). Call after publishing
@@ -59,16 +60,87 @@ pub(crate) fn start_m(p: usize, spinning: bool) {
 }
 
 /// Parks this M (which holds no P) until [`start_m`] hands it one, then takes it
-/// (Go's `stopm`).
-pub(crate) fn stop_m(m: &'static M) {
+/// (Go's `stopm`). Returns false if sysmon retired it instead: the M must exit.
+#[must_use]
+pub(crate) fn stop_m(m: &'static M) -> bool {
     debug_assert!(m.p_id().is_none());
     debug_assert!(!m.spinning());
-    sched().idle.lock().mput(m);
+    let s = sched();
+    m.idle_since.store(s.nanotime(), Ordering::Relaxed);
+    s.idle.lock().mput(m);
+    sleep_for_p(m)
+}
+
+/// Sleeps on the M's note until a waker hands it a P (taken) or retires it (false).
+fn sleep_for_p(m: &'static M) -> bool {
     m.set_blocked(true);
     m.note.sleep();
     m.set_blocked(false);
-    let p = m.take_nextp().expect("M woken without a P");
-    m.acquire_p(p);
+    match m.take_nextp().expect("goro: M woken with nothing handed over") {
+        Some(p) => {
+            m.acquire_p(p);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Gives P `p`, which the caller owns and no M holds, to whoever should have it
+/// (Go's `handoffp`): an M if it has work or someone must watch for work, else the
+/// idle list.
+pub(crate) fn hand_off_p(p: usize) {
+    let s = sched();
+    let pp = s.p(p);
+    if !pp.runq.is_empty() || !s.global.is_empty() {
+        return start_m(p, false);
+    }
+    // Nobody spinning and no idle P: nobody would notice new work.
+    if s.idle.should_spin_for_handoff() {
+        return start_m(p, true);
+    }
+    let mut idle = s.idle.lock();
+    if !s.global.is_empty() {
+        drop(idle);
+        return start_m(p, false);
+    }
+    // The last running P, and nobody blocked in the poller: someone must poll.
+    if s.idle.npidle() as usize + 1 == s.gomaxprocs()
+        && crate::netpoll::waiters() > 0
+        && s.lastpoll.load(Ordering::SeqCst) != 0
+    {
+        drop(idle);
+        return start_m(p, false);
+    }
+    let when = pp.timers.next();
+    idle.pidle_put(p);
+    drop(idle);
+    if when != NO_TIMER {
+        wake_netpoller(when);
+    }
+}
+
+/// The M of a G wired by `lock_os_thread` waits for that G to be runnable again:
+/// it gives its P away (if it holds one) and sleeps until a scheduler that found
+/// the G hands it a P ([`start_locked_m`]). Go's `stoplockedm`. Returns false if
+/// the M must exit instead (it never is retired while locked, so: never).
+#[must_use]
+pub(crate) fn stop_locked_m(m: &'static M) -> bool {
+    if m.p().is_some() {
+        if m.spinning() {
+            m.set_spinning(false);
+            sched().idle.stop_spinning();
+        }
+        hand_off_p(m.release_p());
+    }
+    sleep_for_p(m)
+}
+
+/// This M found `g`, which is wired to `locked`: hand it this M's P and let it run
+/// `g` (Go's `startlockedm`). This M then holds no P.
+pub(crate) fn start_locked_m(m: &'static M, locked: &'static M) {
+    let p = m.release_p();
+    locked.set_nextp(p);
+    locked.note.wake();
 }
 
 /// Rule 2: this M found work and stops spinning.

@@ -126,6 +126,7 @@ impl<T: ?Sized> Mutex<T> {
 
     #[cold]
     fn lock_slow(&self) {
+        crate::runtime::preempt::check();
         // Spin with exponential backoff between looks, so the spinner does not keep
         // pulling the state's cache line away from the holder (as `RawMutex`).
         let mut backoff = 1u32;

@@ -26,6 +26,7 @@ pub use timer::{after, after_func, tick, Ticker, Timer};
 /// assert!(t.elapsed() >= Duration::from_millis(5));
 /// ```
 pub fn sleep(d: Duration) {
+    crate::runtime::preempt::check();
     let Some(g) = current_g() else {
         return std::thread::sleep(d);
     };

@@ -1,0 +1,62 @@
+//! `lock_os_thread` / `unlock_os_thread`: wiring a G to its M (Go's
+//! `LockOSThread`), for code that needs thread-local state or thread identity to
+//! persist across parks.
+//!
+//! While wired, the G runs only on its M and the M runs no other G. When the G
+//! parks or yields, its M hands its P to another M and sleeps
+//! (`wake::stop_locked_m`); whichever scheduler later dequeues the G hands its own
+//! P to the wired M and looks for work elsewhere (`wake::start_locked_m`). If the
+//! G exits still wired, its M's thread exits too, as in Go: the G may have left
+//! the thread in a state no other G should inherit.
+//!
+//! Who touches what: the nesting count lives in the G's own context and the two
+//! links (`G::lockedm`, `M::lockedg`) are written only by the wired G itself.
+
+use super::m::{current_g, current_m};
+
+/// Wires the calling goroutine to its current OS thread (Go's
+/// `runtime.LockOSThread`): until a matching [`unlock_os_thread`], it runs only on
+/// this thread, and this thread runs no other goroutine. Calls nest (a counter).
+/// On a plain OS thread it does nothing (the code already owns its thread).
+///
+/// ```
+/// goro::go!(|| {
+///     goro::runtime::lock_os_thread();
+///     let before = std::thread::current().id();
+///     goro::time::sleep(std::time::Duration::from_millis(1));
+///     assert_eq!(std::thread::current().id(), before);
+///     goro::runtime::unlock_os_thread();
+/// })
+/// .join()
+/// .unwrap();
+/// ```
+pub fn lock_os_thread() {
+    let (Some(m), Some(g)) = (current_m(), current_g()) else {
+        return;
+    };
+    // SAFETY: `g` is the running G, which owns its context.
+    let ctx = unsafe { g.ctx() };
+    ctx.lock_count += 1;
+    if ctx.lock_count == 1 {
+        g.set_lockedm(Some(m));
+        m.set_lockedg(Some(g));
+    }
+}
+
+/// Undoes one [`lock_os_thread`]; the last one lets the goroutine move between
+/// threads again. Without a matching lock it does nothing (as Go).
+pub fn unlock_os_thread() {
+    let (Some(m), Some(g)) = (current_m(), current_g()) else {
+        return;
+    };
+    // SAFETY: `g` is the running G, which owns its context.
+    let ctx = unsafe { g.ctx() };
+    if ctx.lock_count == 0 {
+        return;
+    }
+    ctx.lock_count -= 1;
+    if ctx.lock_count == 0 {
+        g.set_lockedm(None);
+        m.set_lockedg(None);
+    }
+}

@@ -1,0 +1,19 @@
+//! The cooperative half of preemption: sysmon flags an M whose G has run 10 ms
+//! without a switch (`M::preempt`), and goro calls that may switch anyway call
+//! [`check`] on entry, which yields if the flag is up. The flag is cleared each
+//! time the M resumes a G. A G that makes no such call is dealt with by sysmon's
+//! retake of its P (`sysmon.rs`).
+
+use super::m::{current_g, current_m};
+use std::sync::atomic::Ordering;
+
+/// Yields the running G if sysmon asked it to.
+#[inline]
+pub(crate) fn check() {
+    if let Some(m) = current_m() {
+        if m.preempt.load(Ordering::Relaxed) && current_g().is_some() {
+            m.preempt.store(false, Ordering::Relaxed);
+            crate::yield_now();
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! sysmon: the runtime's watchdog thread (Go's `sysmon`). It holds no P and runs
+//! no G; it only looks at the Ps and intervenes:
+//! - **blocking calls**: a P whose G has been in `goro::blocking` for a whole
+//!   sysmon tick (≥ 20 µs) is handed to another M if it has work, or if no M is
+//!   idle or spinning to pick up new work, or after 10 ms regardless
+//!   (`syscall_handoffs`);
+//! - **hogs**: a G that has run 10 ms without a switch is asked to yield at its
+//!   next goro call (`M::preempt`); after 20 ms its P is taken from its M
+//!   ([`super::ownership::try_take_running`]) and handed to another, so the P's
+//!   other Gs run while the hog goes on without a P (`preempt_retakes`). For that
+//!   moment the process runs more threads than GOMAXPROCS: code that cannot be
+//!   interrupted asynchronously can only be worked around, not stopped;
+//! - **the network**: polled if nobody has for 10 ms;
+//! - **idle Ms**: an M parked for [`M_IDLE_RETIRE`] while more Ms exist than
+//!   GOMAXPROCS exits, so bursts of blocking calls leave no crowd of threads;
+//! - **schedtrace**: prints `GODEBUG=schedtrace` reports.
+//!
+//! It sleeps 20 µs between looks, and after 1 ms without anything to do doubles
+//! that up to 10 ms (Go's pacing); any intervention resets it, and a G entering a
+//! blocking call wakes it from a long sleep so the hand-off is not 10 ms late.
+//!
+//! Thread: only the sysmon thread runs [`run`]; the rest of the runtime reaches
+//! it through [`Sysmon::syscall_entered`].
+
+use super::note::Note;
+use super::ownership::try_take_running;
+use super::p::{PState, PStatus};
+use super::sched::Sched;
+use super::timers::NO_TIMER;
+use super::wake::hand_off_p;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Shortest and longest sleep between looks.
+const MIN_DELAY: Duration = Duration::from_micros(20);
+const MAX_DELAY: Duration = Duration::from_millis(10);
+/// Idle looks at the shortest delay before it starts doubling (Go's 50: 1 ms).
+const IDLE_LOOKS_BEFORE_BACKOFF: u32 = 50;
+/// A sleep at least this long is interrupted by a G entering a blocking call.
+const LONG_SLEEP: Duration = Duration::from_millis(1);
+/// A G running this long without a switch is asked to yield...
+const PREEMPT_AFTER_NS: u64 = 10_000_000;
+/// ...and this long, loses its P.
+const RETAKE_AFTER_NS: u64 = 20_000_000;
+/// A blocking call this long loses its P even when nothing else wants it.
+const SYSCALL_FORCE_NS: u64 = 10_000_000;
+/// The network is polled if nobody has for this long.
+const NETPOLL_AFTER_NS: u64 = 10_000_000;
+/// An M parked this long exits if there are more Ms than GOMAXPROCS.
+pub(crate) const M_IDLE_RETIRE: Duration = Duration::from_secs(1);
+
+/// What the rest of the runtime shares with the sysmon thread.
+pub(crate) struct Sysmon {
+    note: Note,
+    /// Sysmon is in a sleep of at least [`LONG_SLEEP`].
+    sleeping_long: AtomicBool,
+}
+
+impl Sysmon {
+    pub(crate) fn new() -> Self {
+        Sysmon {
+            note: Note::new(),
+            sleeping_long: AtomicBool::new(false),
+        }
+    }
+
+    /// A G entered a blocking call: make sure sysmon looks soon.
+    #[inline]
+    pub(crate) fn syscall_entered(&self) {
+        if self.sleeping_long.load(Ordering::Relaxed) && self.sleeping_long.swap(false, Ordering::Relaxed) {
+            self.note.wake();
+        }
+    }
+}
+
+/// What sysmon last saw of a P (Go's `sysmontick`).
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    context_switches: u64,
+    since: u64,
+    syscalltick: u64,
+    syscall_since: u64,
+}
+
+/// Starts the sysmon thread.
+pub(crate) fn start(s: &'static Sched) {
+    let spawned = std::thread::Builder::new()
+        .name("goro-sysmon".into())
+        .spawn(move || run(s));
+    if let Err(e) = spawned {
+        eprintln!("goro: fatal: cannot start the sysmon thread: {e}");
+        std::process::abort();
+    }
+}
+
+fn run(s: &'static Sched) -> ! {
+    let trace_ns = s.godebug.schedtrace_ms.saturating_mul(1_000_000);
+    let mut next_trace = 0u64;
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut delay = MIN_DELAY;
+    let mut idle_looks = 0u32;
+    loop {
+        let now = s.nanotime();
+        let mut acted = netpoll_if_stale(s, now);
+        acted |= retake(s, now, &mut seen) > 0;
+        retire_idle_ms(s);
+        if trace_ns > 0 && now >= next_trace {
+            let report = super::trace::render(s);
+            // One write per report so lines from concurrent writers do not interleave.
+            let _ = std::io::stderr().lock().write_all(report.as_bytes());
+            next_trace = now + trace_ns;
+        }
+
+        idle_looks = if acted { 0 } else { idle_looks.saturating_add(1) };
+        delay = if idle_looks <= IDLE_LOOKS_BEFORE_BACKOFF {
+            MIN_DELAY
+        } else {
+            (delay * 2).min(MAX_DELAY)
+        };
+        let mut sleep = delay;
+        if trace_ns > 0 {
+            sleep = sleep.min(Duration::from_nanos(next_trace.saturating_sub(s.nanotime())));
+        }
+        let long = sleep >= LONG_SLEEP;
+        s.sysmon.sleeping_long.store(long, Ordering::Relaxed);
+        if s.sysmon.note.sleep_timeout(sleep) {
+            idle_looks = 0; // a blocking call started: look closely again
+        }
+        s.sysmon.sleeping_long.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Polls the network if Gs wait on it and nobody polled for 10 ms; the readied Gs
+/// go to the global queue (sysmon has no P) and Ms are woken for them.
+fn netpoll_if_stale(s: &Sched, now: u64) -> bool {
+    if crate::netpoll::waiters() == 0 {
+        return false;
+    }
+    let last = s.lastpoll.load(Ordering::SeqCst);
+    if last == 0 || last + NETPOLL_AFTER_NS > now {
+        return false; // an M is blocked in the poller, or someone polled lately
+    }
+    if s.lastpoll
+        .compare_exchange(last, now.max(1), Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return false;
+    }
+    super::schedule::netpoll(s, Some(Duration::ZERO))
+}
+
+/// Retakes Ps from blocking calls and hogs (Go's `retake`). Returns how many.
+fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> usize {
+    let n = s.gomaxprocs();
+    seen.resize(n, Seen::default());
+    let mut taken = 0;
+    for (p, seen) in s.procs().zip(seen.iter_mut()) {
+        let st = p.state();
+        match st.status() {
+            PStatus::Running => {
+                let cs = p.counters.context_switches.load(Ordering::Relaxed);
+                if seen.context_switches != cs {
+                    seen.context_switches = cs;
+                    seen.since = now;
+                    continue;
+                }
+                let ran = now.saturating_sub(seen.since);
+                let Some(m) = st.m() else { continue };
+                if ran >= PREEMPT_AFTER_NS {
+                    m.preempt.store(true, Ordering::Relaxed);
+                }
+                if ran >= RETAKE_AFTER_NS
+                    && try_take_running(p, st, PStatus::Idle, || {
+                        p.counters.context_switches.load(Ordering::Relaxed) == cs
+                    })
+                {
+                    s.counters.preempt_retakes.fetch_add(1, Ordering::Relaxed);
+                    hand_off_p(p.id);
+                    seen.since = now;
+                    taken += 1;
+                }
+            }
+            PStatus::Syscall => {
+                let t = p.syscalltick.load(Ordering::Relaxed);
+                if seen.syscalltick != t {
+                    seen.syscalltick = t;
+                    seen.syscall_since = now;
+                    continue;
+                }
+                // Go's rule: leave it if nothing waits for it and there are Ms to
+                // pick up new work, unless the call has gone on for long.
+                let wanted = !p.runq.is_empty()
+                    || p.timers.next() != NO_TIMER
+                    || s.idle.nmspinning() + s.idle.npidle() == 0
+                    || now.saturating_sub(seen.syscall_since) >= SYSCALL_FORCE_NS;
+                if wanted && p.cas_state(st, PState::new(None, PStatus::Idle)) {
+                    s.counters.syscall_handoffs.fetch_add(1, Ordering::Relaxed);
+                    hand_off_p(p.id);
+                    taken += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    taken
+}
+
+/// Lets Ms that have been parked for [`M_IDLE_RETIRE`] exit while there are more
+/// Ms than GOMAXPROCS.
+fn retire_idle_ms(s: &Sched) {
+    if s.idle.nmidle() == 0 {
+        return;
+    }
+    let threads = s.allm.lock().unwrap_or_else(|e| e.into_inner()).len();
+    let excess = threads.saturating_sub(s.gomaxprocs());
+    if excess == 0 {
+        return;
+    }
+    let cutoff = s.nanotime().saturating_sub(M_IDLE_RETIRE.as_nanos() as u64);
+    let retiring = s.idle.lock().mget_idle_since(cutoff, excess, |m| m.idle_since.load(Ordering::Relaxed));
+    for m in retiring {
+        m.set_retire();
+        m.note.wake();
+    }
+}
