@@ -218,9 +218,10 @@ where
 /// Counts the running G as finished, on its P. Done before the result is published,
 /// so that `num_goroutine()` after a `join` no longer counts it.
 fn count_completed() {
-    with_p(|p| {
-        if let Some(p) = p {
-            bump(&p.counters.completed, 1);
+    with_p(|p| match p {
+        Some(p) => bump(&p.counters.completed, 1),
+        None => {
+            sched().counters.completed_outside.fetch_add(1, Ordering::Relaxed);
         }
     });
 }

@@ -80,6 +80,31 @@ fn schedtrace_lines_have_gos_shape() {
 }
 
 #[test]
+fn schedtrace_follows_set_gomaxprocs() {
+    if common::is_child() {
+        workload();
+        assert_eq!(goro::runtime::set_gomaxprocs(3), 2);
+        workload();
+        // Stay alive for a few more reports (every 10 ms).
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        return;
+    }
+    let out = common::run_child(
+        "schedtrace_follows_set_gomaxprocs",
+        &[("GODEBUG", "schedtrace=10"), ("GOMAXPROCS", "2")],
+    );
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("SCHED ")).collect();
+    let first = lines.first().expect("no SCHED lines");
+    let last = lines.last().unwrap();
+    assert_eq!(field(first, "gomaxprocs"), Some("2"), "{first}");
+    assert_eq!(field(last, "gomaxprocs"), Some("3"), "{last}");
+    assert_eq!(list(last, "runqueue=").len(), 3, "{last}");
+    assert_eq!(list(last, "schedticks=").len(), 3, "{last}");
+}
+
+#[test]
 fn scheddetail_lists_ps_ms_and_gs() {
     if common::is_child() {
         workload();

@@ -124,8 +124,10 @@ impl M {
     }
 
     pub(crate) fn set_oldp(&self, p: Option<&'static P>) {
-        self.oldp
-            .store(p.map_or(std::ptr::null_mut(), |p| p as *const P as *mut P), Ordering::Relaxed);
+        self.oldp.store(
+            p.map_or(std::ptr::null_mut(), |p| p as *const P as *mut P),
+            Ordering::Relaxed,
+        );
     }
 
     pub(crate) fn set_nextp(&self, p: usize) {
@@ -151,8 +153,10 @@ impl M {
     }
 
     pub(crate) fn set_lockedg(&self, g: Option<GRef>) {
-        self.lockedg
-            .store(g.map_or(std::ptr::null_mut(), |g| g.as_ptr().as_ptr()), Ordering::Relaxed);
+        self.lockedg.store(
+            g.map_or(std::ptr::null_mut(), |g| g.as_ptr().as_ptr()),
+            Ordering::Relaxed,
+        );
     }
 
     pub(crate) fn syscallg(&self) -> Option<GRef> {
@@ -160,8 +164,10 @@ impl M {
     }
 
     pub(crate) fn set_syscallg(&self, g: Option<GRef>) {
-        self.syscallg
-            .store(g.map_or(std::ptr::null_mut(), |g| g.as_ptr().as_ptr()), Ordering::Relaxed);
+        self.syscallg.store(
+            g.map_or(std::ptr::null_mut(), |g| g.as_ptr().as_ptr()),
+            Ordering::Relaxed,
+        );
     }
 
     pub(crate) fn spinning(&self) -> bool {
@@ -206,6 +212,7 @@ impl M {
         let pp = s.p(p);
         pp.set_state(PState::new(Some(self), PStatus::Running));
         self.p.store(pp as *const P as *mut P, Ordering::Relaxed);
+        s.sysmon.p_acquired();
         if s.config.pin_threads && !s.cores.is_empty() {
             let core = p % s.cores.len();
             if self.pinned.load(Ordering::Relaxed) != core + 1 {

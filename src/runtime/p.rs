@@ -17,11 +17,11 @@
 //! single compare-and-swap; the protocol is in [`super::ownership`].
 
 use super::g::GRef;
+use super::m::M;
 use super::runq::RunQueue;
 use super::stack::StackCache;
 use super::timers::Timers;
 use std::cell::UnsafeCell;
-use super::m::M;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// P status, numbered as Go's `_Pidle`... so scheddetail prints the same.

@@ -119,13 +119,7 @@ fn collect(s: &Sched, p: &P) -> bool {
 
 /// Changes the number of Ps from `old` to `n` with the world stopped. Returns the
 /// caller's P afterwards (moved to P0 if its own was removed).
-fn resize(
-    s: &Sched,
-    old: usize,
-    n: usize,
-    m: Option<&'static M>,
-    mine: Option<&'static P>,
-) -> Option<&'static P> {
+fn resize(s: &Sched, old: usize, n: usize, m: Option<&'static M>, mine: Option<&'static P>) -> Option<&'static P> {
     for id in old..n {
         s.p_or_make(id).set_state(PState::new(None, PStatus::Stopped));
     }

@@ -8,6 +8,7 @@
 //! stack pool, the list of all Ms, and process-wide counters. Which thread may touch
 //! what is documented on each type.
 
+use super::config::MAX_PROCS;
 use super::config::{Config, Resolved};
 use super::g::GRef;
 use super::gfree::GFreePool;
@@ -18,7 +19,6 @@ use super::p::P;
 use super::stack::StackPool;
 use super::trace::Godebug;
 use crate::netpoll::Poller;
-use super::config::MAX_PROCS;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -29,8 +29,11 @@ static SCHED: OnceLock<Sched> = OnceLock::new();
 /// Process-wide counters not tied to a P.
 #[derive(Default)]
 pub(crate) struct Counters {
-    /// Gs spawned from plain threads (Gs spawned by Gs count on their P).
+    /// Gs spawned from plain threads or by Gs without a P (blocking calls,
+    /// retaken hogs); the rest count on their P.
     pub(crate) spawned_outside: AtomicU64,
+    /// Gs that finished on an M without a P (their P was retaken meanwhile).
+    pub(crate) completed_outside: AtomicU64,
     pub(crate) netpoll_ready: AtomicU64,
     pub(crate) syscall_handoffs: AtomicU64,
     pub(crate) preempt_retakes: AtomicU64,

@@ -33,9 +33,7 @@ use super::park::Waiter;
 use super::runq::RING_CAP;
 use super::sched::{sched, Sched};
 use super::timers::NO_TIMER;
-use super::wake::{
-    become_spinning, hand_off_p, reset_spinning, start_locked_m, stop_locked_m, stop_m, wakep,
-};
+use super::wake::{become_spinning, hand_off_p, reset_spinning, start_locked_m, stop_locked_m, stop_m, wakep};
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
@@ -116,6 +114,16 @@ fn reacquire_p(m: &'static M) -> bool {
 fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
     let s = sched();
     let p = m.p().expect("execute without a P");
+    // (A taker may be mid-handshake: `Retaking`, which it will undo, as we are
+    // inside the runtime.)
+    debug_assert!(
+        p.state().m().is_some_and(|h| std::ptr::eq(h, m)) && matches!(p.status(), PStatus::Running | PStatus::Retaking),
+        "goro: M{} executes on P{} it does not hold (status {:?}, holder {:?})",
+        m.id(),
+        p.id,
+        p.status(),
+        p.state().m().map(|m| m.id())
+    );
     if !inherit {
         bump(&p.counters.schedtick, 1);
         // SAFETY: this M holds `p`; the reference dies here.
@@ -598,9 +606,8 @@ mod tests {
 
     #[test]
     fn random_order_uses_different_strides() {
-        let strides: std::collections::HashSet<usize> = (0..64u32)
-            .map(|k| RandomOrder::new(8, k << 16).stride)
-            .collect();
+        let strides: std::collections::HashSet<usize> =
+            (0..64u32).map(|k| RandomOrder::new(8, k << 16).stride).collect();
         assert_eq!(strides, [1, 3, 5, 7].into_iter().collect());
     }
 }

@@ -54,7 +54,10 @@ pub struct ProcStats {
 }
 
 pub(crate) fn collect(s: &Sched) -> Stats {
-    let mut st = Stats::default();
+    let mut st = Stats {
+        completed: s.counters.completed_outside.load(Relaxed),
+        ..Stats::default()
+    };
     // Counters of every P ever made: a P removed by `set_gomaxprocs` keeps its own.
     for p in s.every_p() {
         st.completed += p.counters.completed.load(Relaxed);

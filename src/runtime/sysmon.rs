@@ -18,6 +18,11 @@
 //! It sleeps 20 µs between looks, and after 1 ms without anything to do doubles
 //! that up to 10 ms (Go's pacing); any intervention resets it, and a G entering a
 //! blocking call wakes it from a long sleep so the hand-off is not 10 ms late.
+//! When every P is idle there is nothing to watch: it sleeps until an M takes a P
+//! ([`Sysmon::p_acquired`]), waking only to retire idle Ms (Go's "deep sleep").
+//! Deep sleep and P acquisition pair through `SeqCst`: sysmon sets `deep` then
+//! re-reads `npidle`; an M takes a P off the idle list (`npidle` RMW), fences, then
+//! reads `deep`. One of them sees the other.
 //!
 //! Thread: only the sysmon thread runs [`run`]; the rest of the runtime reaches
 //! it through [`Sysmon::syscall_entered`].
@@ -55,6 +60,8 @@ pub(crate) struct Sysmon {
     note: Note,
     /// Sysmon is in a sleep of at least [`LONG_SLEEP`].
     sleeping_long: AtomicBool,
+    /// Sysmon sleeps because every P is idle.
+    deep: AtomicBool,
 }
 
 impl Sysmon {
@@ -62,6 +69,21 @@ impl Sysmon {
         Sysmon {
             note: Note::new(),
             sleeping_long: AtomicBool::new(false),
+            deep: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether sysmon sleeps because every P is idle (`sysmonwait` in traces).
+    pub(crate) fn sleeps_deeply(&self) -> bool {
+        self.deep.load(Ordering::Relaxed)
+    }
+
+    /// An M took a P: if sysmon sleeps deeply, there is something to watch again.
+    #[inline]
+    pub(crate) fn p_acquired(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.deep.load(Ordering::SeqCst) && self.deep.swap(false, Ordering::SeqCst) {
+            self.note.wake();
         }
     }
 
@@ -122,6 +144,10 @@ fn run(s: &'static Sched) -> ! {
         if trace_ns > 0 {
             sleep = sleep.min(Duration::from_nanos(next_trace.saturating_sub(s.nanotime())));
         }
+        if trace_ns == 0 && deep_sleep(s) {
+            idle_looks = 0;
+            continue;
+        }
         let long = sleep >= LONG_SLEEP;
         s.sysmon.sleeping_long.store(long, Ordering::Relaxed);
         if s.sysmon.note.sleep_timeout(sleep) {
@@ -129,6 +155,28 @@ fn run(s: &'static Sched) -> ! {
         }
         s.sysmon.sleeping_long.store(false, Ordering::Relaxed);
     }
+}
+
+/// Sleeps while every P is idle (module docs); false if some P is not. Wakes
+/// after [`M_IDLE_RETIRE`] if there are idle Ms that may retire.
+fn deep_sleep(s: &Sched) -> bool {
+    let all_idle = || s.idle.npidle() as usize == s.gomaxprocs();
+    if !all_idle() {
+        return false;
+    }
+    s.sysmon.deep.store(true, Ordering::SeqCst);
+    if !all_idle() {
+        s.sysmon.deep.store(false, Ordering::SeqCst);
+        return false;
+    }
+    let may_retire = s.idle.nmidle() > 0;
+    if may_retire {
+        s.sysmon.note.sleep_timeout(M_IDLE_RETIRE);
+    } else {
+        s.sysmon.note.sleep();
+    }
+    s.sysmon.deep.store(false, Ordering::SeqCst);
+    true
 }
 
 /// Polls the network if Gs wait on it and nobody polled for 10 ms; the readied Gs
@@ -218,7 +266,10 @@ fn retire_idle_ms(s: &Sched) {
         return;
     }
     let cutoff = s.nanotime().saturating_sub(M_IDLE_RETIRE.as_nanos() as u64);
-    let retiring = s.idle.lock().mget_idle_since(cutoff, excess, |m| m.idle_since.load(Ordering::Relaxed));
+    let retiring = s
+        .idle
+        .lock()
+        .mget_idle_since(cutoff, excess, |m| m.idle_since.load(Ordering::Relaxed));
     for m in retiring {
         m.set_retire();
         m.note.wake();

@@ -69,7 +69,12 @@ pub(crate) fn render(s: &Sched) -> String {
         s.global.len(),
     );
     if detail {
-        out.push_str(" gcwaiting=false nmidlelocked=0 stopwait=0 sysmonwait=false");
+        let _ = write!(
+            out,
+            " gcwaiting={} nmidlelocked=0 stopwait=0 sysmonwait={}",
+            s.stopping.load(std::sync::atomic::Ordering::Relaxed),
+            s.sysmon.sleeps_deeply()
+        );
     } else {
         out.push_str(" [");
         for p in &stats.procs {
@@ -88,9 +93,10 @@ pub(crate) fn render(s: &Sched) -> String {
     for (i, p) in s.procs().enumerate() {
         let _ = writeln!(
             out,
-            "  P{i}: status={} schedtick={} syscalltick=0 m={} runqsize={} gfreecnt={} timerslen={}",
+            "  P{i}: status={} schedtick={} syscalltick={} m={} runqsize={} gfreecnt={} timerslen={}",
             p.status() as u8,
             p.schedtick(),
+            p.syscalltick.load(std::sync::atomic::Ordering::Relaxed),
             nil_or(p.m_id()),
             stats.procs[i].runq_len,
             p.gfreecnt(),
@@ -101,12 +107,18 @@ pub(crate) fn render(s: &Sched) -> String {
     for m in ms_list.iter().rev() {
         let _ = writeln!(
             out,
-            "  M{}: p={} curg={} mallocing=0 throwing=0 preemptoff= locks=0 dying=0 spinning={} blocked={} lockedg=nil",
+            "  M{}: p={} curg={} mallocing=0 throwing=0 preemptoff= locks={} dying=0 spinning={} blocked={} lockedg={}",
             m.id(),
             nil_or(m.p_id().map_or(-1, |p| p as i64)),
-            nil_or(if m.curg() == 0 { -1 } else { m.curg() as i64 }),
+            nil_or(match (m.curg(), m.syscallg()) {
+                (0, Some(g)) => g.id() as i64,
+                (0, None) => -1,
+                (id, _) => id as i64,
+            }),
+            m.depth.load(std::sync::atomic::Ordering::Relaxed),
             m.spinning(),
-            m.blocked()
+            m.blocked(),
+            nil_or(m.lockedg().map_or(-1, |g| g.id() as i64)),
         );
     }
     if let Some(all) = &s.allgs {
@@ -120,13 +132,18 @@ pub(crate) fn render(s: &Sched) -> String {
             } else {
                 ""
             };
-            let m = if status == Status::Running { g.m_id() } else { -1 };
+            let m = if matches!(status, Status::Running | Status::Syscall) {
+                g.m_id()
+            } else {
+                -1
+            };
             let _ = writeln!(
                 out,
-                "  G{}: status={}({reason}) m={} lockedm=nil",
+                "  G{}: status={}({reason}) m={} lockedm={}",
                 g.id(),
                 status as u8,
-                nil_or(m)
+                nil_or(m),
+                nil_or(g.lockedm().map_or(-1, |m| m.id()))
             );
         }
     }

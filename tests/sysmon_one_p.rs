@@ -1,0 +1,116 @@
+//! sysmon with a single P: a blocking call and a CPU hog must not stop the P's
+//! other goroutines (issue 5). With one P, nothing else could run them: these
+//! tests fail if sysmon does not hand off or retake the P.
+
+mod common;
+
+use goro::go;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[test]
+fn a_blocking_call_does_not_stop_the_other_gs() {
+    common::init_procs(1);
+    let _w = common::watchdog("blocking handoff", Duration::from_secs(30));
+    let before = goro::runtime::stats().syscall_handoffs;
+    let count = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let (c, d) = (count.clone(), done.clone());
+    let spinner = go!(move || {
+        while !d.load(Ordering::Relaxed) {
+            c.fetch_add(1, Ordering::Relaxed);
+            goro::yield_now();
+        }
+    });
+    let c = count.clone();
+    let progressed = go!(move || {
+        // Let the spinner start, so both Gs share the one P.
+        while c.load(Ordering::Relaxed) == 0 {
+            goro::yield_now();
+        }
+        let at_start = c.load(Ordering::Relaxed);
+        goro::blocking(|| std::thread::sleep(Duration::from_millis(200)));
+        c.load(Ordering::Relaxed) - at_start
+    })
+    .join()
+    .unwrap();
+    done.store(true, Ordering::Relaxed);
+    spinner.join().unwrap();
+    assert!(
+        progressed > 100,
+        "the other G ran only {progressed} iterations during a 200 ms blocking call"
+    );
+    assert!(goro::runtime::stats().syscall_handoffs > before);
+}
+
+#[test]
+fn a_cpu_hog_does_not_stop_a_timer_driven_g() {
+    common::init_procs(1);
+    let _w = common::watchdog("hog retake", Duration::from_secs(30));
+    let before = goro::runtime::stats().preempt_retakes;
+    let hogging = Arc::new(AtomicBool::new(true));
+    let started = Arc::new(AtomicBool::new(false));
+    let (h, s) = (hogging.clone(), started.clone());
+    let ticker = go!(move || {
+        while !s.load(Ordering::Relaxed) {
+            goro::yield_now();
+        }
+        // Sleeps of 5 ms while the hog spins on the same (only) P.
+        let mut worst = Duration::ZERO;
+        let mut ticks = 0;
+        while h.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            goro::time::sleep(Duration::from_millis(5));
+            worst = worst.max(t.elapsed().saturating_sub(Duration::from_millis(5)));
+            ticks += 1;
+        }
+        (ticks, worst)
+    });
+    let h = hogging.clone();
+    let hog = go!(move || {
+        started.store(true, Ordering::Relaxed);
+        // A tight loop with no goro call: nothing cooperative can stop it.
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(400) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        h.store(false, Ordering::Relaxed);
+        x
+    });
+    hog.join().unwrap();
+    let (ticks, worst) = ticker.join().unwrap();
+    assert!(ticks >= 10, "the timer-driven G ran {ticks} times during a 400 ms hog");
+    // sysmon retakes after 20 ms; the slack covers a loaded 2-core CI machine.
+    assert!(worst < Duration::from_millis(100), "worst lateness {worst:?}");
+    assert!(goro::runtime::stats().preempt_retakes > before);
+}
+
+#[test]
+fn a_hog_calling_goro_yields_when_flagged() {
+    common::init_procs(1);
+    let _w = common::watchdog("cooperative preemption", Duration::from_secs(30));
+    let (tx, rx) = goro::chan::bounded::<u64>(1);
+    let other_ran = Arc::new(AtomicBool::new(false));
+    let o = other_ran.clone();
+    // The hog keeps the P busy with channel calls that never block (it is its own
+    // receiver): only the preemption flag makes it yield to `other`.
+    let hog = go!(move || {
+        let t = Instant::now();
+        let mut n = 0u64;
+        while !o.load(Ordering::Relaxed) && t.elapsed() < Duration::from_secs(5) {
+            tx.send(n).unwrap();
+            n += rx.recv().unwrap();
+        }
+        t.elapsed()
+    });
+    let o = other_ran.clone();
+    let other = go!(move || o.store(true, Ordering::Relaxed));
+    let took = hog.join().unwrap();
+    other.join().unwrap();
+    assert!(
+        took < Duration::from_secs(1),
+        "the flagged hog yielded only after {took:?}"
+    );
+}
