@@ -8,6 +8,10 @@
 //! The protocol models replay, step for step, the submitter side of `wake::wakep`
 //! and the "nothing to do" tail of `schedule::find_runnable`, on the real `Idle`,
 //! `RunQueue` and `Note`. Keep them in step with those functions.
+//!
+//! The retake models run the real handshake of `ownership` (`enter`/`still_held`
+//! on the M's side, `take` on sysmon's or a stop-the-world's), with both barriers
+//! as `SeqCst` fences (the fallback when `membarrier` is unavailable).
 
 use super::idle::Idle;
 use super::note::Note;
@@ -221,5 +225,77 @@ fn loom_local_submit_vs_spinner_giving_up() {
         stop.store(true, Ordering::SeqCst);
         me.note.wake();
         spinner.join().unwrap();
+    });
+}
+
+/// A P state word held by a pretend M at address 8 (Ms are 8-aligned).
+fn held() -> super::p::PState {
+    super::p::PState(8 | super::p::PStatus::Running as usize)
+}
+
+/// An M leaves the runtime to run its G, then enters again (and touches its P if
+/// it still holds it) and leaves, while a taker tries to take the P: they never
+/// touch the P's private state at the same time (loom checks the cell), an M
+/// that lost its P knows it, and the taker's verdict is what the M sees next.
+#[test]
+fn loom_retake_handshake_never_shares_the_p() {
+    use super::ownership::{enter, leave, still_held, take};
+    use super::p::{PState, PStatus};
+    use super::sync_prims::{AtomicU32, AtomicUsize};
+    use loom::cell::UnsafeCell;
+    loom::model(|| {
+        let state = Arc::new(AtomicUsize::new(held().0));
+        let depth = Arc::new(AtomicU32::new(1));
+        let private = Arc::new(UnsafeCell::new(0u32));
+        let taker = {
+            let (state, depth, private) = (state.clone(), depth.clone(), private.clone());
+            thread::spawn(move || {
+                let took = take(&state, held(), PState::new(None, PStatus::Idle), &depth, || true);
+                if took {
+                    // SAFETY (model): the handshake gave us the P.
+                    private.with_mut(|v| unsafe { *v += 1 });
+                }
+                took
+            })
+        };
+        leave(&depth); // the G runs user code
+        let outer = enter(&depth);
+        let kept = outer && still_held(&state, held());
+        if kept {
+            // SAFETY (model): the P is still ours.
+            private.with_mut(|v| unsafe { *v += 1 });
+        }
+        leave(&depth); // back to user code: the P may be taken now
+        let took = taker.join().unwrap();
+        assert!(kept || took, "the M lost a P nobody took");
+        // The M's next entry sees the verdict.
+        let outer = enter(&depth);
+        assert!(outer);
+        assert_eq!(still_held(&state, held()), !took);
+    });
+}
+
+/// The M, inside the runtime, gives its P up itself (`release_p`) while a taker
+/// tries to take it: the taker must not commit a P the M already released.
+#[test]
+fn loom_retake_loses_to_the_ms_own_transition() {
+    use super::ownership::{leave, take};
+    use super::p::{PState, PStatus};
+    use super::sync_prims::{AtomicU32, AtomicUsize};
+    loom::model(|| {
+        let state = Arc::new(AtomicUsize::new(held().0));
+        let depth = Arc::new(AtomicU32::new(1));
+        let taker = {
+            let (state, depth) = (state.clone(), depth.clone());
+            thread::spawn(move || take(&state, held(), PState::new(None, PStatus::Stopped), &depth, || true))
+        };
+        // In the runtime: release the P (the swap of `P::set_state`, as in
+        // `M::release_p`), then go on to run a G.
+        state.swap(PState::new(None, PStatus::Idle).0, Ordering::AcqRel);
+        leave(&depth);
+        let took = taker.join().unwrap();
+        let end = PState(state.load(Ordering::Acquire)).status();
+        assert!(!took, "the taker took a P its M had released");
+        assert_eq!(end, PStatus::Idle);
     });
 }

@@ -21,7 +21,7 @@ use super::note::Note;
 use super::p::{PState, PStatus, P};
 use super::sched::sched;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 thread_local! {
     static CURRENT_M: Cell<*const M> = const { Cell::new(std::ptr::null()) };
@@ -48,7 +48,7 @@ pub(crate) struct M {
     /// Depth of runtime code on this thread: 0 while a G runs user code (the only
     /// time its P may be retaken), >0 in the scheduler and in runtime calls made by
     /// the G. Own thread writes; see [`super::ownership`].
-    pub(crate) depth: AtomicU32,
+    pub(crate) depth: super::sync_prims::AtomicU32,
     /// Sysmon asks the running G to yield at its next goro call.
     pub(crate) preempt: AtomicBool,
     /// The G wired to this M by `lock_os_thread`, null if none. Own thread writes.
@@ -75,7 +75,7 @@ impl M {
             p: AtomicPtr::new(std::ptr::null_mut()),
             oldp: AtomicPtr::new(std::ptr::null_mut()),
             nextp: AtomicUsize::new(NO_P),
-            depth: AtomicU32::new(1),
+            depth: super::sync_prims::AtomicU32::new(1),
             preempt: AtomicBool::new(false),
             lockedg: AtomicPtr::new(std::ptr::null_mut()),
             syscallg: AtomicPtr::new(std::ptr::null_mut()),

@@ -47,43 +47,44 @@ use super::g::{GRef, Status, Switch};
 use super::m::{current_m, set_current_g, M};
 use super::p::{PState, PStatus, P};
 use super::sched::sched;
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, Ordering};
+use super::sync_prims::{fence, spin_yield, AtomicU32, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+use std::sync::atomic::compiler_fence;
 
 /// `membarrier` is registered: the light barrier may be a compiler fence.
-static MEMBARRIER: AtomicBool = AtomicBool::new(false);
+static MEMBARRIER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Registers the process for expedited membarriers; called once at start-up,
 /// before any M runs a G.
 pub(crate) fn init_barrier() {
-    #[cfg(not(loom))]
-    {
-        const QUERY: libc::c_int = 0;
-        const PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
-        const REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
-        // SAFETY: membarrier takes plain integers and touches no memory of ours.
-        let supported = unsafe { libc::syscall(libc::SYS_membarrier, QUERY, 0, 0) };
-        if supported >= 0 && supported as libc::c_int & PRIVATE_EXPEDITED != 0 {
-            // SAFETY: as above.
-            let r = unsafe { libc::syscall(libc::SYS_membarrier, REGISTER_PRIVATE_EXPEDITED, 0, 0) };
-            MEMBARRIER.store(r == 0, Ordering::Relaxed);
-        }
+    const QUERY: libc::c_int = 0;
+    const REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+    // SAFETY: membarrier takes plain integers and touches no memory of ours.
+    let supported = unsafe { libc::syscall(libc::SYS_membarrier, QUERY, 0, 0) };
+    if supported >= 0 && supported as libc::c_int & PRIVATE_EXPEDITED != 0 {
+        // SAFETY: as above.
+        let r = unsafe { libc::syscall(libc::SYS_membarrier, REGISTER_PRIVATE_EXPEDITED, 0, 0) };
+        MEMBARRIER.store(r == 0, std::sync::atomic::Ordering::Relaxed);
     }
 }
+
+const PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
 
 /// The M's side of the barrier pair (module docs).
 #[inline]
 fn light_barrier() {
-    if MEMBARRIER.load(Ordering::Relaxed) {
+    #[cfg(not(loom))]
+    if MEMBARRIER.load(std::sync::atomic::Ordering::Relaxed) {
         compiler_fence(Ordering::SeqCst);
-    } else {
-        fence(Ordering::SeqCst);
+        return;
     }
+    fence(Ordering::SeqCst);
 }
 
 /// The taker's side of the barrier pair (module docs).
 fn heavy_barrier() {
-    if MEMBARRIER.load(Ordering::Relaxed) {
-        const PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+    #[cfg(not(loom))]
+    if MEMBARRIER.load(std::sync::atomic::Ordering::Relaxed) {
         // SAFETY: membarrier takes plain integers and touches no memory of ours.
         let r = unsafe { libc::syscall(libc::SYS_membarrier, PRIVATE_EXPEDITED, 0, 0) };
         if r == 0 {
@@ -95,36 +96,52 @@ fn heavy_barrier() {
 
 /// The M is about to run user code (its G's body).
 pub(crate) fn leave_runtime(m: &M) {
-    let d = m.depth.load(Ordering::Relaxed);
-    debug_assert!(d > 0, "goro: runtime depth underflow on M{}", m.id());
-    m.depth.store(d - 1, Ordering::Release);
+    leave(&m.depth);
+}
+
+/// Lowers a runtime depth (the M's side; `Release` pairs with the taker's read).
+pub(crate) fn leave(depth: &AtomicU32) {
+    let d = depth.load(Ordering::Relaxed);
+    debug_assert!(d > 0, "goro: runtime depth underflow");
+    depth.store(d - 1, Ordering::Release);
 }
 
 /// The M enters the runtime (from user code, or nested). Returns its P if it
 /// still holds one; if the P was taken meanwhile, forgets it and returns `None`.
 pub(crate) fn enter_runtime(m: &'static M) -> Option<&'static P> {
-    let d = m.depth.load(Ordering::Relaxed);
-    m.depth.store(d + 1, Ordering::Relaxed);
+    let outer = enter(&m.depth);
     let p = m.p()?;
-    if d > 0 {
-        // Already inside: nobody can have taken the P since we last confirmed it.
+    // Already inside: nobody can have taken the P since we last confirmed it.
+    if !outer || still_held(&p.state, PState::new(Some(m), PStatus::Running)) {
         return Some(p);
     }
+    m.drop_p();
+    None
+}
+
+/// Raises a runtime depth; true if it was 0 (entering from user code).
+pub(crate) fn enter(depth: &AtomicU32) -> bool {
+    let d = depth.load(Ordering::Relaxed);
+    depth.store(d + 1, Ordering::Relaxed);
+    d == 0
+}
+
+/// The M's half of the handshake, after [`enter`] returned true: does the P's
+/// state still say `mine` (held by this M, running)? Waits out a taker that is
+/// deciding.
+pub(crate) fn still_held(state: &AtomicUsize, mine: PState) -> bool {
     light_barrier();
-    let mine = PState::new(Some(m), PStatus::Running);
+    let retaking = mine.with_status(PStatus::Retaking);
     loop {
-        let st = p.state();
+        let st = PState(state.load(Ordering::Acquire));
         if st == mine {
-            return Some(p);
+            return true;
         }
-        if st == mine.with_status(PStatus::Retaking) {
-            // The taker is deciding; it is between two loads.
-            std::hint::spin_loop();
-            std::thread::yield_now();
-            continue;
+        if st != retaking {
+            return false;
         }
-        m.drop_p();
-        return None;
+        // The taker is between two loads; its verdict comes at once.
+        spin_yield();
     }
 }
 
@@ -150,17 +167,34 @@ pub(crate) fn with_p<R>(f: impl FnOnce(Option<&'static P>) -> R) -> R {
 pub(crate) fn try_take_running(p: &P, seen: PState, to: PStatus, still: impl FnOnce() -> bool) -> bool {
     debug_assert_eq!(seen.status(), PStatus::Running);
     let Some(m) = seen.m() else { return false };
+    take(&p.state, seen, PState::new(None, to), &m.depth, still)
+}
+
+/// The taker's half of the handshake (module docs): `state` goes from `seen` to
+/// `taken` if the M whose runtime depth is `depth` is in user code.
+pub(crate) fn take(
+    state: &AtomicUsize,
+    seen: PState,
+    taken: PState,
+    depth: &AtomicU32,
+    still: impl FnOnce() -> bool,
+) -> bool {
     let retaking = seen.with_status(PStatus::Retaking);
-    if !p.cas_state(seen, retaking) {
+    let cas = |from: PState, to: PState| {
+        state
+            .compare_exchange(from.0, to.0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    };
+    if !cas(seen, retaking) {
         return false;
     }
     heavy_barrier();
-    if m.depth.load(Ordering::Acquire) == 0 && still() && p.cas_state(retaking, PState::new(None, to)) {
+    if depth.load(Ordering::Acquire) == 0 && still() && cas(retaking, taken) {
         return true;
     }
     // Abort. If the M made a transition meanwhile, it has overwritten `Retaking`
     // and this CAS fails, leaving its state in place.
-    p.cas_state(retaking, seen);
+    cas(retaking, seen);
     false
 }
 
@@ -185,8 +219,7 @@ pub(crate) fn enter_syscall(m: &'static M, g: GRef) {
 /// did not hand it away, else any idle P; else queue the G and let its M stop
 /// until the scheduler runs the G again.
 pub(crate) fn exit_syscall(m: &'static M, g: GRef) {
-    let d = m.depth.load(Ordering::Relaxed);
-    m.depth.store(d + 1, Ordering::Relaxed);
+    enter(&m.depth);
     set_current_g(Some(g));
     m.set_syscallg(None);
     g.cas_status(Status::Syscall, Status::Running);

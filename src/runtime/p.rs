@@ -59,7 +59,7 @@ const STATUS_MASK: usize = 7;
 
 /// A P state word: holder (if any) and status.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PState(usize);
+pub(crate) struct PState(pub(crate) usize);
 
 impl PState {
     pub(crate) fn new(m: Option<&M>, status: PStatus) -> PState {
@@ -125,7 +125,7 @@ pub(crate) struct Local {
 pub(crate) struct P {
     pub(crate) id: usize,
     /// Holder and status (module docs).
-    state: AtomicUsize,
+    pub(crate) state: super::sync_prims::AtomicUsize,
     /// Blocking calls entered by Gs on this P (Go's `syscalltick`); sysmon watches it.
     pub(crate) syscalltick: AtomicU64,
     pub(crate) runq: RunQueue<super::g::G>,
@@ -146,7 +146,7 @@ impl P {
     pub(crate) fn new(id: usize) -> P {
         P {
             id,
-            state: AtomicUsize::new(PState::new(None, PStatus::Idle).0),
+            state: super::sync_prims::AtomicUsize::new(PState::new(None, PStatus::Idle).0),
             syscalltick: AtomicU64::new(0),
             runq: RunQueue::new(),
             timers: Timers::new(),
@@ -185,9 +185,11 @@ impl P {
         self.state().status()
     }
 
-    /// Unconditional transition, by whoever owns the P exclusively right now.
+    /// Unconditional transition, by whoever owns the P exclusively right now. A
+    /// swap rather than a store: it must win over a taker's `Retaking` CAS in
+    /// every model of memory, loom's included (`ownership`).
     pub(crate) fn set_state(&self, to: PState) {
-        self.state.store(to.0, Ordering::Release);
+        self.state.swap(to.0, Ordering::AcqRel);
     }
 
     /// Transition `from` -> `to` if nobody changed the word meanwhile.
