@@ -59,6 +59,7 @@ PLAN=(
   "sleepers_wall      2    100000"
   "sleepers_cpu       2    100000"
   "tcp_echo           2    5" # N = measured window in seconds (ECHO_SECS overrides)
+  "hog_latency        1    2000" # N = how long the CPU hog runs, in ms
 )
 
 CMP=benches/compare

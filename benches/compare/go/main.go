@@ -19,9 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +44,10 @@ const (
 	mutexTasks        = 4    // mutex_contended: goroutines sharing the lock
 	sleepsPerTask     = 10   // sleepers_*: sleeps per goroutine
 	echoBuf           = 4096 // echo_server: bytes read (and written back) at most per read
+
+	hogTick           = 5 * time.Millisecond // hog_latency: the ticker's sleep
+	hogWarmupTicks    = 3                    // hog_latency: ticker sleeps before the hog starts
+	hogWarmupDeadline = 10 * time.Second     // hog_latency: they must be done by then
 )
 
 // sink keeps results alive so the compiler cannot drop the work.
@@ -71,6 +77,8 @@ func defaultN(workload string) (int, bool) {
 		return 4_000_000, true
 	case "sleepers_wall", "sleepers_cpu":
 		return 100_000, true
+	case "hog_latency":
+		return 2_000, true // ms the CPU hog runs
 	case "echo_server":
 		return 0, true // unused: serves until killed
 	}
@@ -149,6 +157,8 @@ func main() {
 		f = func(n int) (float64, string) { w, _ := sleepers(n); return w, "s" }
 	case "sleepers_cpu":
 		f = func(n int) (float64, string) { _, c := sleepers(n); return c, "s" }
+	case "hog_latency":
+		f = hogLatency
 	default:
 		known = false
 	}
@@ -467,6 +477,89 @@ func sleepers(n int) (wall, cpu float64) {
 	}
 	wg.Wait()
 	return time.Since(t).Seconds(), (processCPU() - cpu0).Seconds()
+}
+
+// tick is one sleep of hog_latency's ticker: when it started, and how late it
+// woke up (elapsed - hogTick, in ms; negative if early).
+type tick struct {
+	start  time.Time
+	lateMs float64
+}
+
+// hogSpin is hog_latency's hog: it spins for d with no yield and no runtime
+// call other than the clock (time.Since every 1000 iterations), as lib.rs's
+// hog_spin; Go preempts it asynchronously. Returns when it started and ended.
+//
+//go:noinline
+func hogSpin(d time.Duration) (start, end time.Time) {
+	start = time.Now()
+	var x uint64
+	for i := 1; ; i++ {
+		x++
+		if i%1000 == 0 && time.Since(start) >= d {
+			break
+		}
+	}
+	sink ^= x
+	return start, time.Now()
+}
+
+// hogP99: the nearest-rank 99th percentile (sort, index ceil(0.99 len) - 1) of
+// the lateness of the sleeps that started while the hog ran (strictly after
+// start, before end); if there is none, the largest lateness of all. ms rounded
+// to 2 decimals, as lib.rs's hog_p99.
+func hogP99(ticks []tick, start, end time.Time) (float64, string) {
+	var during []float64
+	for _, t := range ticks {
+		if t.start.After(start) && t.start.Before(end) {
+			during = append(during, t.lateMs)
+		}
+	}
+	var v float64
+	if len(during) > 0 {
+		slices.Sort(during)
+		v = during[(99*len(during)+99)/100-1]
+	} else if len(ticks) > 0 {
+		v = ticks[0].lateMs
+		for _, t := range ticks {
+			v = max(v, t.lateMs)
+		}
+	} else {
+		fail("hog_latency: the ticker took no sample")
+	}
+	return math.Round(v*100) / 100, "ms"
+}
+
+// hogLatency: a ticker goroutine sleeping 5 ms in a loop, then (once it ticks
+// steadily) a hog goroutine spinning n ms in a plain loop: p99 lateness of the
+// ticks taken meanwhile (Go's sysmon preempts the hog asynchronously).
+func hogLatency(n int) (float64, string) {
+	var ticks []tick
+	var nticks atomic.Int64
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !done.Load() {
+			t := time.Now()
+			time.Sleep(hogTick)
+			ticks = append(ticks, tick{t, float64(time.Since(t)-hogTick) / 1e6})
+			nticks.Add(1)
+		}
+	})
+	t := time.Now()
+	for nticks.Load() < hogWarmupTicks {
+		if time.Since(t) > hogWarmupDeadline {
+			fail(fmt.Sprintf("hog_latency: the ticker did %d sleeps in %v", nticks.Load(), hogWarmupDeadline))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var start, end time.Time
+	wg.Go(func() {
+		start, end = hogSpin(time.Duration(n) * time.Millisecond)
+		done.Store(true)
+	})
+	wg.Wait()
+	return hogP99(ticks, start, end)
 }
 
 // echoErrors counts echoError calls: only the first 20 are printed.

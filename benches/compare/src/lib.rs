@@ -19,7 +19,8 @@
 
 use std::hint::black_box;
 use std::io::Write;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::{Duration, Instant};
 
 /// What a workload returns: the value and its unit. Lower is better, except for
 /// rates (a unit ending in `/s`, e.g. `buffered`'s `msgs/s`), where higher is.
@@ -62,6 +63,7 @@ pub fn default_n(workload: &str) -> Option<u64> {
         "mutex_uncontended" => 10_000_000,           // lock + unlock by one task
         "mutex_contended" => 4_000_000,              // lock + unlock in total (N/4 per task)
         "sleepers_wall" | "sleepers_cpu" => 100_000, // tasks sleeping 10 times
+        "hog_latency" => 2_000,                      // ms the CPU hog runs
         "echo_server" => 0,                          // unused: serves until killed
         _ => return None,
     })
@@ -298,6 +300,82 @@ impl SleepersTimes {
     pub fn cpu(&self) -> Measure {
         (self.cpu.as_secs_f64(), "s")
     }
+}
+
+/// `hog_latency`: the ticker's sleep.
+pub const HOG_TICK: Duration = Duration::from_millis(5);
+
+/// `hog_latency`: sleeps the ticker completes before the hog is spawned.
+pub const HOG_WARMUP_TICKS: u64 = 3;
+
+/// `hog_latency`: how long the driver waits for those [`HOG_WARMUP_TICKS`] sleeps.
+pub const HOG_WARMUP_DEADLINE: Duration = Duration::from_secs(10);
+
+/// `hog_latency`: shared by the driver, the ticker and the hog.
+#[derive(Default)]
+pub struct HogState {
+    /// Sleeps the ticker has completed.
+    pub ticks: AtomicU64,
+    /// Set by the hog when it has finished; the ticker then stops.
+    pub done: AtomicBool,
+}
+
+/// `hog_latency`: one sleep of the ticker: when it started, and how late it
+/// woke up (elapsed - [`HOG_TICK`], in ms; negative if early).
+pub struct Tick {
+    pub start: Instant,
+    pub late_ms: f64,
+}
+
+impl Tick {
+    /// The sample of a sleep that started at `start` and has just returned.
+    pub fn ended_now(start: Instant) -> Tick {
+        let late_ms = (start.elapsed().as_secs_f64() - HOG_TICK.as_secs_f64()) * 1e3;
+        Tick { start, late_ms }
+    }
+}
+
+/// `hog_latency`: the hog. Spins for `d` with no yield and no runtime call (the
+/// clock, a vDSO read, is checked every 1000 iterations); returns when it
+/// started and when it finished. go/main.go's hogSpin is the same loop.
+#[inline(never)]
+pub fn hog_spin(d: Duration) -> (Instant, Instant) {
+    let start = Instant::now();
+    let mut x = 0u64;
+    loop {
+        for _ in 0..1000 {
+            x = black_box(x + 1);
+        }
+        if start.elapsed() >= d {
+            break;
+        }
+    }
+    black_box(x);
+    (start, Instant::now())
+}
+
+/// `hog_latency`: the nearest-rank 99th percentile (sort, index
+/// ceil(0.99 len) - 1) of the lateness of the sleeps that started while the hog
+/// ran (strictly after `hog.0`, before `hog.1`); if there is none (a runtime
+/// that cannot run the ticker until the hog ends), the largest lateness of all.
+/// Milliseconds rounded to 2 decimals; go/main.go's hogP99 is the same.
+pub fn hog_p99(ticks: &[Tick], hog: (Instant, Instant)) -> Measure {
+    let mut during: Vec<f64> = ticks
+        .iter()
+        .filter(|t| t.start > hog.0 && t.start < hog.1)
+        .map(|t| t.late_ms)
+        .collect();
+    let v = if during.is_empty() {
+        ticks
+            .iter()
+            .map(|t| t.late_ms)
+            .reduce(f64::max)
+            .unwrap_or_else(|| fail("hog_latency: the ticker took no sample"))
+    } else {
+        during.sort_by(f64::total_cmp);
+        during[(99 * during.len()).div_ceil(100) - 1]
+    };
+    ((v * 100.0).round() / 100.0, "ms")
 }
 
 /// `echo_server`: bytes read (and written back) at most per read call.

@@ -40,6 +40,7 @@ fn main() {
         "mutex_contended" => mutex_contended,
         "sleepers_wall" => |n| sleepers(n).wall(),
         "sleepers_cpu" => |n| sleepers(n).cpu(),
+        "hog_latency" => hog_latency,
         other => unknown_workload(IMPL, other),
     };
     let n = args.n;
@@ -307,6 +308,51 @@ fn sleepers(n: u64) -> SleepersTimes {
         wall: t.elapsed(),
         cpu: process_cpu_time() - cpu,
     }
+}
+
+/// `hog_latency`'s ticker: sleeps HOG_TICK and records how late it woke up,
+/// until the hog is done.
+fn hog_ticker(st: Arc<HogState>) -> Vec<Tick> {
+    let mut ticks = Vec::new();
+    while !st.done.load(Ordering::Acquire) {
+        let t = Instant::now();
+        goro::time::sleep(HOG_TICK);
+        ticks.push(Tick::ended_now(t));
+        st.ticks.fetch_add(1, Ordering::Release);
+    }
+    ticks
+}
+
+/// A ticker G sleeping 5 ms in a loop, then (once it ticks steadily) a hog G
+/// spinning n ms without a yield: p99 lateness of the ticks taken meanwhile.
+/// goro's sysmon must retake the hog's P for the ticker to run at all.
+fn hog_latency(n: u64) -> Measure {
+    let st = Arc::new(HogState::default());
+    let ticker = {
+        let st = st.clone();
+        goro::spawn(move || hog_ticker(st))
+    };
+    let t = Instant::now();
+    while st.ticks.load(Ordering::Acquire) < HOG_WARMUP_TICKS {
+        if t.elapsed() > HOG_WARMUP_DEADLINE {
+            fail(&format!(
+                "hog_latency: the ticker did {} sleeps in {HOG_WARMUP_DEADLINE:?}",
+                st.ticks.load(Ordering::Acquire)
+            ));
+        }
+        goro::time::sleep(Duration::from_millis(1));
+    }
+    let hog = {
+        let st = st.clone();
+        goro::spawn(move || {
+            let span = hog_spin(Duration::from_millis(n));
+            st.done.store(true, Ordering::Release);
+            span
+        })
+    };
+    let span = hog.join().unwrap_or_else(|_| fail("the hog G panicked"));
+    let ticks = ticker.join().unwrap_or_else(|_| fail("the ticker G panicked"));
+    hog_p99(&ticks, span)
 }
 
 /// `echo_server` on goro::net.

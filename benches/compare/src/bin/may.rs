@@ -36,6 +36,7 @@ fn main() {
         "mutex_contended" => mutex_contended,
         "sleepers_wall" => |n| sleepers(n).wall(),
         "sleepers_cpu" => |n| sleepers(n).cpu(),
+        "hog_latency" => hog_latency,
         other => unknown_workload(IMPL, other),
     };
     let procs = procs_from_env();
@@ -341,6 +342,52 @@ fn sleepers(n: u64) -> SleepersTimes {
         wall: t.elapsed(),
         cpu: process_cpu_time() - cpu,
     }
+}
+
+/// `hog_latency`'s ticker: sleeps HOG_TICK and records how late it woke up,
+/// until the hog is done.
+fn hog_ticker(st: Arc<HogState>) -> Vec<Tick> {
+    let mut ticks = Vec::new();
+    while !st.done.load(Ordering::Acquire) {
+        let t = Instant::now();
+        may::coroutine::sleep(HOG_TICK);
+        ticks.push(Tick::ended_now(t));
+        st.ticks.fetch_add(1, Ordering::Release);
+    }
+    ticks
+}
+
+/// A ticker coroutine sleeping 5 ms in a loop, then (once it ticks steadily) a
+/// hog coroutine spinning n ms without a yield: p99 lateness of the ticks taken
+/// meanwhile. may cannot preempt the hog, so with one worker the ticker runs
+/// again only when the hog has finished.
+fn hog_latency(n: u64) -> Measure {
+    let st = Arc::new(HogState::default());
+    let ticker = {
+        let st = st.clone();
+        go(move || hog_ticker(st))
+    };
+    let t = Instant::now();
+    while st.ticks.load(Ordering::Acquire) < HOG_WARMUP_TICKS {
+        if t.elapsed() > HOG_WARMUP_DEADLINE {
+            fail(&format!(
+                "hog_latency: the ticker did {} sleeps in {HOG_WARMUP_DEADLINE:?}",
+                st.ticks.load(Ordering::Acquire)
+            ));
+        }
+        may::coroutine::sleep(Duration::from_millis(1));
+    }
+    let hog = {
+        let st = st.clone();
+        go(move || {
+            let span = hog_spin(Duration::from_millis(n));
+            st.done.store(true, Ordering::Release);
+            span
+        })
+    };
+    let span = hog.join().unwrap_or_else(|_| fail("the hog coroutine panicked"));
+    let ticks = ticker.join().unwrap_or_else(|_| fail("the ticker coroutine panicked"));
+    hog_p99(&ticks, span)
 }
 
 /// `echo_server`: binds 127.0.0.1:port in a coroutine, announces the port from

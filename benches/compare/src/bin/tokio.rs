@@ -41,6 +41,7 @@ fn main() {
         "mutex_contended" => Box::pin(mutex_contended(n)),
         "sleepers_wall" => Box::pin(async move { sleepers(n).await.wall() }),
         "sleepers_cpu" => Box::pin(async move { sleepers(n).await.cpu() }),
+        "hog_latency" => Box::pin(hog_latency(n)),
         "echo_server" => Box::pin(echo_server(args.port)),
         other => unknown_workload(IMPL, other),
     };
@@ -342,6 +343,51 @@ async fn sleepers(n: u64) -> SleepersTimes {
         wall: t.elapsed(),
         cpu: process_cpu_time() - cpu,
     }
+}
+
+/// `hog_latency`'s ticker: sleeps HOG_TICK and records how late it woke up,
+/// until the hog is done.
+async fn hog_ticker(st: Arc<HogState>) -> Vec<Tick> {
+    let mut ticks = Vec::new();
+    while !st.done.load(Ordering::Acquire) {
+        let t = Instant::now();
+        tokio::time::sleep(HOG_TICK).await;
+        ticks.push(Tick::ended_now(t));
+        st.ticks.fetch_add(1, Ordering::Release);
+    }
+    ticks
+}
+
+/// A ticker task sleeping 5 ms in a loop, then (once it ticks steadily) a hog
+/// task spinning n ms in a synchronous loop: p99 lateness of the ticks taken
+/// meanwhile. Tokio cannot preempt the hog, so at GOMAXPROCS=1 (current_thread)
+/// the ticker runs again only when the hog has finished.
+async fn hog_latency(n: u64) -> Measure {
+    let st = Arc::new(HogState::default());
+    let ticker = tokio::spawn(hog_ticker(st.clone()));
+    let t = Instant::now();
+    while st.ticks.load(Ordering::Acquire) < HOG_WARMUP_TICKS {
+        if t.elapsed() > HOG_WARMUP_DEADLINE {
+            fail(&format!(
+                "hog_latency: the ticker did {} sleeps in {HOG_WARMUP_DEADLINE:?}",
+                st.ticks.load(Ordering::Acquire)
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let hog = {
+        let st = st.clone();
+        tokio::spawn(async move {
+            let span = hog_spin(Duration::from_millis(n));
+            st.done.store(true, Ordering::Release);
+            span
+        })
+    };
+    let span = hog.await.unwrap_or_else(|e| fail(&format!("the hog task failed: {e}")));
+    let ticks = ticker
+        .await
+        .unwrap_or_else(|e| fail(&format!("the ticker task failed: {e}")));
+    hog_p99(&ticks, span)
 }
 
 /// `echo_server`: listens on 127.0.0.1:port, announces the port, then accepts
