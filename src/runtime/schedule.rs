@@ -92,6 +92,7 @@ pub(crate) fn run(m: &'static M) {
 /// An M without a P (its P was retaken while its G ran, or its G's blocking call
 /// found none on return) takes an idle one, or parks until handed one. False if
 /// it was retired while parked.
+#[cold]
 fn reacquire_p(m: &'static M) -> bool {
     let s = sched();
     let p = if s.stopping.load(Ordering::SeqCst) {
@@ -111,6 +112,7 @@ fn reacquire_p(m: &'static M) -> bool {
 /// Resumes `g` on this M until it switches out, then carries out its request.
 /// Returns false if the M must exit (its locked G exited: Go ends the thread, whose
 /// state the G may have changed).
+#[inline(always)]
 fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
     let s = sched();
     let p = m.p().expect("execute without a P");
@@ -349,6 +351,7 @@ fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
 }
 
 /// Gives this M's P to the stop-the-world collecting them (`procresize.rs`).
+#[cold]
 fn stop_for_stw(m: &'static M) {
     if m.spinning() {
         m.set_spinning(false);
@@ -390,6 +393,7 @@ struct TimerRun {
 }
 
 /// Runs `p`'s due timers, readying their Gs onto this M's P.
+#[inline(always)]
 fn run_timers(p: &P, now: u64) -> TimerRun {
     let next = p.timers.next();
     if next == NO_TIMER {
@@ -411,6 +415,7 @@ fn run_timers(p: &P, now: u64) -> TimerRun {
 }
 
 /// `runnext` or the ring, applying the slice rule (module docs).
+#[inline(always)]
 fn local_pop(s: &Sched, p: &P) -> Option<(GRef, bool)> {
     let (g, inherit) = p.runq.pop()?;
     let g = GRef::from_ptr(g);
@@ -439,6 +444,7 @@ fn local_pop(s: &Sched, p: &P) -> Option<(GRef, bool)> {
 /// Takes a batch from the global queue into `p`'s ring and returns one G (Go's
 /// `globrunqget`): its fair share `len/gomaxprocs + 1`, at most half a ring, and at
 /// most `max` if non-zero.
+#[inline(always)]
 fn global_get(s: &Sched, p: &P, max: usize) -> Option<GRef> {
     let mut n = (s.global.len() / s.gomaxprocs() + 1).min(RING_CAP as usize / 2);
     if max > 0 {
