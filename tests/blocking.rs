@@ -82,3 +82,38 @@ fn a_thousand_concurrent_blocking_calls_and_the_threads_go_away() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A value whose drop parks the G (a user `Drop` doing goro I/O, say).
+struct ParksOnDrop;
+
+impl Drop for ParksOnDrop {
+    fn drop(&mut self) {
+        goro::time::sleep(Duration::from_micros(20));
+    }
+}
+
+/// Stopped `after_func` timers are dropped when a later `add_timer` compacts the
+/// heap. Their closures may own values with any `Drop`: that must run outside the
+/// runtime, or a G that parks there resumes on another M with the runtime's
+/// bookkeeping of both Ms wrong (debug builds assert on it).
+#[test]
+fn user_drops_from_timer_compaction_run_outside_the_runtime() {
+    common::init_procs(2);
+    let _w = common::watchdog("drops outside the runtime", Duration::from_secs(60));
+    let hs: Vec<_> = (0..8)
+        .map(|_| {
+            go!(|| {
+                for _ in 0..400 {
+                    let owned = ParksOnDrop;
+                    let t = goro::time::after_func(Duration::from_secs(3600), move || {
+                        let _keep = &owned;
+                    });
+                    t.stop();
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+}

@@ -102,7 +102,7 @@ impl M {
         self.pinned.store(0, Ordering::Relaxed);
     }
 
-    /// The P this M holds. From G context, use [`super::ownership::pin_p`]
+    /// The P this M holds. From G context, use [`super::ownership::with_p`]
     /// instead: sysmon may have taken it meanwhile.
     pub(crate) fn p(&self) -> Option<&'static P> {
         // SAFETY: non-null values are `&'static P` from `acquire_p`.

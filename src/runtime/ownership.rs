@@ -81,17 +81,19 @@ fn light_barrier() {
     fence(Ordering::SeqCst);
 }
 
-/// The taker's side of the barrier pair (module docs).
-fn heavy_barrier() {
+/// The taker's side of the barrier pair (module docs). False if it could not be
+/// had: with the M's side a compiler fence, only a membarrier will do, so the
+/// taker must then give up.
+#[must_use]
+fn heavy_barrier() -> bool {
     #[cfg(not(loom))]
     if MEMBARRIER.load(std::sync::atomic::Ordering::Relaxed) {
         // SAFETY: membarrier takes plain integers and touches no memory of ours.
         let r = unsafe { libc::syscall(libc::SYS_membarrier, PRIVATE_EXPEDITED, 0, 0) };
-        if r == 0 {
-            return;
-        }
+        return r == 0;
     }
     fence(Ordering::SeqCst);
+    true
 }
 
 /// The M is about to run user code (its G's body).
@@ -147,7 +149,8 @@ pub(crate) fn still_held(state: &AtomicUsize, mine: PState) -> bool {
 
 /// Runs `f` inside the runtime with the P this thread's M holds (None on a plain
 /// thread, in a blocking call, or when the P was taken away). The P cannot be
-/// taken while `f` runs. `f` must not switch Gs.
+/// taken while `f` runs. `f` must not switch Gs, unwind, or run user code (a user
+/// `Drop` could do either): runtime code only.
 #[inline]
 pub(crate) fn with_p<R>(f: impl FnOnce(Option<&'static P>) -> R) -> R {
     match current_m() {
@@ -155,11 +158,20 @@ pub(crate) fn with_p<R>(f: impl FnOnce(Option<&'static P>) -> R) -> R {
         Some(m) => {
             let p = enter_runtime(m);
             let r = f(p);
+            debug_assert!(
+                current_m().is_some_and(|now| std::ptr::eq(now, m)),
+                "goro: switched Gs inside the runtime"
+            );
             leave_runtime(m);
             r
         }
     }
 }
+
+/// Takers (sysmon, a stop-the-world) take turns: two at once could both write the
+/// same `(M, Retaking)` word, and one commit on the other's (an ABA that a
+/// `goro::blocking` round trip by the M makes reachable).
+static ONE_TAKER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Tries to take P `p`, seen in state `seen` = (M, Running), from its M while that
 /// M runs user code; `still` re-checks the taker's reason after the barrier.
@@ -167,6 +179,7 @@ pub(crate) fn with_p<R>(f: impl FnOnce(Option<&'static P>) -> R) -> R {
 pub(crate) fn try_take_running(p: &P, seen: PState, to: PStatus, still: impl FnOnce() -> bool) -> bool {
     debug_assert_eq!(seen.status(), PStatus::Running);
     let Some(m) = seen.m() else { return false };
+    let _turn = ONE_TAKER.lock().unwrap_or_else(|e| e.into_inner());
     take(&p.state, seen, PState::new(None, to), &m.depth, still)
 }
 
@@ -188,8 +201,7 @@ pub(crate) fn take(
     if !cas(seen, retaking) {
         return false;
     }
-    heavy_barrier();
-    if depth.load(Ordering::Acquire) == 0 && still() && cas(retaking, taken) {
+    if heavy_barrier() && depth.load(Ordering::Acquire) == 0 && still() && cas(retaking, taken) {
         return true;
     }
     // Abort. If the M made a transition meanwhile, it has overwritten `Retaking`

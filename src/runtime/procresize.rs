@@ -28,7 +28,7 @@ use super::m::{current_m, M};
 use super::ownership::{enter_runtime, leave_runtime, try_take_running};
 use super::p::{PState, PStatus, P};
 use super::sched::{sched, Sched};
-use super::timers::NO_TIMER;
+use super::timers::{DeadTimers, NO_TIMER};
 use super::wake::{start_m, wake_netpoller, wakep};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -60,11 +60,14 @@ pub fn set_gomaxprocs(n: usize) -> usize {
     let m = current_m();
     let mine = m.and_then(enter_runtime);
     stop_the_world(s, mine);
-    let mine = resize(s, old, n, m, mine);
+    let mut dead = Vec::new();
+    let mine = resize(s, (old, n), m, mine, &mut dead);
     start_the_world(s, n, mine);
     if let Some(m) = m {
         leave_runtime(m);
     }
+    // Outside the runtime: dropping a dead timer may run user code.
+    drop(dead);
     old
 }
 
@@ -119,12 +122,18 @@ fn collect(s: &Sched, p: &P) -> bool {
 
 /// Changes the number of Ps from `old` to `n` with the world stopped. Returns the
 /// caller's P afterwards (moved to P0 if its own was removed).
-fn resize(s: &Sched, old: usize, n: usize, m: Option<&'static M>, mine: Option<&'static P>) -> Option<&'static P> {
+fn resize(
+    s: &Sched,
+    (old, n): (usize, usize),
+    m: Option<&'static M>,
+    mine: Option<&'static P>,
+    dead: &mut Vec<DeadTimers>,
+) -> Option<&'static P> {
     for id in old..n {
         s.p_or_make(id).set_state(PState::new(None, PStatus::Stopped));
     }
     for id in n..old {
-        retire_p(s, s.p(id));
+        retire_p(s, s.p(id), dead);
     }
     s.set_procs(n);
     match (m, mine) {
@@ -138,13 +147,13 @@ fn resize(s: &Sched, old: usize, n: usize, m: Option<&'static M>, mine: Option<&
 }
 
 /// Empties a P that is going away into the survivors and marks it `Dead`.
-fn retire_p(s: &Sched, p: &P) {
+fn retire_p(s: &Sched, p: &P, dead: &mut Vec<DeadTimers>) {
     while let Some((g, _)) = p.runq.pop() {
         s.global.push(super::g::GRef::from_ptr(g));
     }
     let p0 = s.p(0);
     for (when, action) in p.timers.take_all() {
-        p0.timers.add(when, action);
+        dead.push(p0.timers.add(when, action));
     }
     gfree_drain(p);
     // SAFETY: the world is stopped and this P is ours alone.
@@ -171,6 +180,12 @@ fn start_the_world(s: &Sched, n: usize, mine: Option<&P>) {
         if when != NO_TIMER {
             wake_netpoller(when);
         }
+    }
+    // P0 may be the caller's and have received the removed Ps' timers: make sure
+    // an M wakes for them even if the caller goes on computing.
+    let when = s.p(0).timers.next();
+    if when != NO_TIMER {
+        wake_netpoller(when);
     }
     wakep();
 }

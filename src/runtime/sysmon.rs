@@ -205,6 +205,11 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> usize {
     let mut taken = 0;
     for (p, seen) in s.procs().zip(seen.iter_mut()) {
         let st = p.state();
+        if st.status() != PStatus::Running {
+            // A G that later runs here starts a fresh count: not a hog at once.
+            seen.context_switches = p.counters.context_switches.load(Ordering::Relaxed);
+            seen.since = now;
+        }
         match st.status() {
             PStatus::Running => {
                 let cs = p.counters.context_switches.load(Ordering::Relaxed);

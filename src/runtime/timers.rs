@@ -82,10 +82,19 @@ impl Action {
 /// Arms a timer at `when` (runtime clock) on the current P, or on P0 from a plain
 /// thread, and makes sure an M will wake up for it.
 pub(crate) fn add_timer(when: u64, action: Action) {
-    // Inside the runtime, so a resize cannot retire the P while we add to it.
-    with_p(|p| p.unwrap_or_else(|| sched().p(0)).timers.add(when, action));
+    // Inside the runtime, so a resize cannot retire the P while we add to it; the
+    // dead timers compaction removed are dropped after leaving it (their drop may
+    // run user code, which must never run inside the runtime).
+    let dead = with_p(|p| p.unwrap_or_else(|| sched().p(0)).timers.add(when, action));
+    drop(dead);
     wake_netpoller(when);
 }
+
+/// Timers a compaction removed, to be dropped by the caller outside any lock and
+/// outside the runtime: dropping one may drop a user's `after_func` closure (and
+/// whatever it owns, a channel `Sender` say, whose drop takes that channel's lock).
+#[must_use = "drop dead timers outside the runtime"]
+pub(crate) struct DeadTimers(#[allow(dead_code)] Vec<Action>);
 
 #[derive(Default)]
 struct Heap {
@@ -122,8 +131,8 @@ impl Timers {
         self.len.load(Ordering::Relaxed)
     }
 
-    /// Adds a timer firing at `when`.
-    pub(crate) fn add(&self, when: u64, action: Action) {
+    /// Adds a timer firing at `when`; returns the dead timers it compacted away.
+    pub(crate) fn add(&self, when: u64, action: Action) -> DeadTimers {
         let mut h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
         let seq = h.seq;
         h.seq += 1;
@@ -134,11 +143,7 @@ impl Timers {
             h.compact_at = 2 * h.entries.len();
         }
         self.publish(&h);
-        drop(h);
-        // Dead timers are dropped outside the heap lock: dropping one may drop a
-        // user's `after_func` closure (and whatever it owns, a channel Sender say,
-        // whose drop takes that channel's lock).
-        drop(dead);
+        DeadTimers(dead)
     }
 
     fn publish(&self, h: &Heap) {
