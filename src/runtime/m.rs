@@ -153,10 +153,7 @@ impl M {
     }
 
     pub(crate) fn set_lockedg(&self, g: Option<GRef>) {
-        self.lockedg.store(
-            g.map_or(std::ptr::null_mut(), |g| g.as_ptr().as_ptr()),
-            Ordering::Relaxed,
-        );
+        store_g(&self.lockedg, g);
     }
 
     pub(crate) fn syscallg(&self) -> Option<GRef> {
@@ -164,10 +161,7 @@ impl M {
     }
 
     pub(crate) fn set_syscallg(&self, g: Option<GRef>) {
-        self.syscallg.store(
-            g.map_or(std::ptr::null_mut(), |g| g.as_ptr().as_ptr()),
-            Ordering::Relaxed,
-        );
+        store_g(&self.syscallg, g);
     }
 
     pub(crate) fn spinning(&self) -> bool {
@@ -236,6 +230,14 @@ impl M {
         self.drop_p();
         p.id
     }
+}
+
+/// Stores an optional G link (own thread only).
+fn store_g(link: &AtomicPtr<G>, g: Option<GRef>) {
+    link.store(
+        g.map_or(std::ptr::null_mut(), |g| g.as_ptr().as_ptr()),
+        Ordering::Relaxed,
+    );
 }
 
 /// The M this thread is, if it is one.
