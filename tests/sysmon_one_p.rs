@@ -50,26 +50,26 @@ fn a_cpu_hog_does_not_stop_a_timer_driven_g() {
     let _w = common::watchdog("hog retake", Duration::from_secs(30));
     let before = goro::runtime::stats().preempt_retakes;
     let hogging = Arc::new(AtomicBool::new(true));
-    let started = Arc::new(AtomicBool::new(false));
-    let (h, s) = (hogging.clone(), started.clone());
+    let ticks = Arc::new(AtomicU64::new(0));
+    let (h, t) = (hogging.clone(), ticks.clone());
+    // Sleeps of 5 ms, already going steadily when the hog starts: the sleep that
+    // is pending then is the one the hog delays.
     let ticker = go!(move || {
-        while !s.load(Ordering::Relaxed) {
-            goro::yield_now();
-        }
-        // Sleeps of 5 ms while the hog spins on the same (only) P.
         let mut worst = Duration::ZERO;
-        let mut ticks = 0;
         while h.load(Ordering::Relaxed) {
-            let t = Instant::now();
+            let start = Instant::now();
             goro::time::sleep(Duration::from_millis(5));
-            worst = worst.max(t.elapsed().saturating_sub(Duration::from_millis(5)));
-            ticks += 1;
+            worst = worst.max(start.elapsed().saturating_sub(Duration::from_millis(5)));
+            t.fetch_add(1, Ordering::Relaxed);
         }
-        (ticks, worst)
+        worst
     });
+    while ticks.load(Ordering::Relaxed) < 3 {
+        std::thread::yield_now();
+    }
+    let at_start = ticks.load(Ordering::Relaxed);
     let h = hogging.clone();
     let hog = go!(move || {
-        started.store(true, Ordering::Relaxed);
         // A tight loop with no goro call: nothing cooperative can stop it.
         let t = Instant::now();
         let mut x = 0u64;
@@ -80,10 +80,16 @@ fn a_cpu_hog_does_not_stop_a_timer_driven_g() {
         x
     });
     hog.join().unwrap();
-    let (ticks, worst) = ticker.join().unwrap();
-    assert!(ticks >= 10, "the timer-driven G ran {ticks} times during a 400 ms hog");
-    // sysmon retakes after 20 ms; the slack covers a loaded 2-core CI machine.
-    assert!(worst < Duration::from_millis(100), "worst lateness {worst:?}");
+    let during = ticks.load(Ordering::Relaxed) - at_start;
+    let worst = ticker.join().unwrap();
+    eprintln!("hog: {during} ticks during it, worst lateness {worst:?}");
+    assert!(
+        during >= 10,
+        "the timer-driven G ran {during} times during a 400 ms hog"
+    );
+    // sysmon retakes after 20 ms of hogging (the "~25 ms"); the slack
+    // covers a loaded 2-core CI machine.
+    assert!(worst < Duration::from_millis(60), "worst lateness {worst:?}");
     assert!(goro::runtime::stats().preempt_retakes > before);
 }
 

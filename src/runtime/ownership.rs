@@ -48,6 +48,7 @@ use super::m::{current_m, set_current_g, M};
 use super::p::{PState, PStatus, P};
 use super::sched::sched;
 use super::sync_prims::{fence, spin_yield, AtomicU32, AtomicUsize, Ordering};
+use super::wake::idle_p_unless_stopping;
 #[cfg(not(loom))]
 use std::sync::atomic::compiler_fence;
 
@@ -245,13 +246,7 @@ pub(crate) fn exit_syscall(m: &'static M, g: GRef) {
         }
     }
     if !got {
-        let s = sched();
-        let idle = if s.stopping.load(Ordering::SeqCst) {
-            None
-        } else {
-            s.idle.lock().pidle_get()
-        };
-        if let Some(p) = idle {
+        if let Some(p) = idle_p_unless_stopping() {
             m.acquire_p(p);
             got = true;
         }

@@ -83,6 +83,7 @@ fn stop_the_world(s: &Sched, mine: Option<&P>) {
             }
             pending += 1;
         }
+        s.stopwait.store(pending, Ordering::Relaxed);
         if pending == 0 {
             return;
         }

@@ -76,6 +76,8 @@ pub(crate) struct Sched {
     /// A stop-the-world is collecting the Ps: Ms give theirs up at their next
     /// scheduling point (Go's `gcwaiting`).
     pub(crate) stopping: std::sync::atomic::AtomicBool,
+    /// Ps a stop-the-world still waits for (`stopwait` in scheddetail).
+    pub(crate) stopwait: AtomicUsize,
     pub(crate) started: Instant,
 }
 
@@ -143,6 +145,7 @@ impl Sched {
             sysmon: super::sysmon::Sysmon::new(),
             stw: Mutex::new(()),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            stopwait: AtomicUsize::new(0),
             started: Instant::now(),
             config,
         }

@@ -33,7 +33,10 @@ use super::park::Waiter;
 use super::runq::RING_CAP;
 use super::sched::{sched, Sched};
 use super::timers::NO_TIMER;
-use super::wake::{become_spinning, hand_off_p, reset_spinning, start_locked_m, stop_locked_m, stop_m, wakep};
+use super::wake::{
+    become_spinning, drop_spinning, hand_off_p, idle_p_unless_stopping, reset_spinning, start_locked_m, stop_locked_m,
+    stop_m, wakep,
+};
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
@@ -94,13 +97,7 @@ pub(crate) fn run(m: &'static M) {
 /// it was retired while parked.
 #[cold]
 fn reacquire_p(m: &'static M) -> bool {
-    let s = sched();
-    let p = if s.stopping.load(Ordering::SeqCst) {
-        None
-    } else {
-        s.idle.lock().pidle_get()
-    };
-    match p {
+    match idle_p_unless_stopping() {
         Some(p) => {
             m.acquire_p(p);
             true
@@ -285,11 +282,7 @@ fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
             debug_assert!(p.runq.is_empty(), "goro: idling P{} with Gs in its queue", p.id);
             idle.pidle_put(m.release_p());
         }
-        let was_spinning = m.spinning();
-        if was_spinning {
-            m.set_spinning(false);
-            s.idle.stop_spinning();
-        }
+        let was_spinning = drop_spinning(m);
         // Pairs with the fence in `wakep`. Both of our stores (P idle, one spinner
         // fewer) come before it and every re-check below after it, so a submitter
         // either sees our P idle and no spinner (and wakes an M), or we see its work.
@@ -353,10 +346,7 @@ fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
 /// Gives this M's P to the stop-the-world collecting them (`procresize.rs`).
 #[cold]
 fn stop_for_stw(m: &'static M) {
-    if m.spinning() {
-        m.set_spinning(false);
-        sched().idle.stop_spinning();
-    }
+    drop_spinning(m);
     let p = m.p().expect("stop_for_stw without a P");
     m.drop_p();
     p.set_state(PState::new(None, PStatus::Stopped));

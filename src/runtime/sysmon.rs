@@ -129,7 +129,8 @@ fn run(s: &'static Sched) -> ! {
         // something is routine under network load, and resetting the pace on it
         // kept sysmon waking every 20 µs, at a cost measured as 20% more CPU per
         // message in the TCP echo benchmark.
-        let acted = retake(s, now, &mut seen) > 0;
+        let looked = retake(s, now, &mut seen);
+        let acted = looked.taken > 0;
         retire_idle_ms(s);
         if trace_ns > 0 && now >= next_trace {
             let report = super::trace::render(s);
@@ -144,7 +145,11 @@ fn run(s: &'static Sched) -> ! {
         } else {
             (delay * 2).min(MAX_DELAY)
         };
-        let mut sleep = delay;
+        // A hog crossing a threshold is dealt with on time, not up to a whole
+        // (10 ms) pace late; never sooner than the shortest pace, so a P that
+        // cannot be taken yet does not make sysmon spin.
+        let due = Duration::from_nanos(looked.next_due.saturating_sub(s.nanotime()));
+        let mut sleep = delay.min(due.max(MIN_DELAY));
         if trace_ns > 0 {
             sleep = sleep.min(Duration::from_nanos(next_trace.saturating_sub(s.nanotime())));
         }
@@ -201,11 +206,21 @@ fn netpoll_if_stale(s: &Sched, now: u64) {
     }
 }
 
-/// Retakes Ps from blocking calls and hogs (Go's `retake`). Returns how many.
-fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> usize {
+/// What one look at the Ps found.
+struct Looked {
+    /// Ps retaken.
+    taken: usize,
+    /// When a running G next crosses a threshold (flag or retake), if it keeps
+    /// running: sysmon looks again no later than that.
+    next_due: u64,
+}
+
+/// Retakes Ps from blocking calls and hogs (Go's `retake`).
+fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
     let n = s.gomaxprocs();
     seen.resize(n, Seen::default());
     let mut taken = 0;
+    let mut next_due = u64::MAX;
     for (p, seen) in s.procs().zip(seen.iter_mut()) {
         let st = p.state();
         if st.status() != PStatus::Running {
@@ -226,6 +241,12 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> usize {
                 if ran >= PREEMPT_AFTER_NS {
                     m.preempt.store(true, Ordering::Relaxed);
                 }
+                let threshold = if ran < PREEMPT_AFTER_NS {
+                    PREEMPT_AFTER_NS
+                } else {
+                    RETAKE_AFTER_NS
+                };
+                next_due = next_due.min(seen.since + threshold);
                 if ran >= RETAKE_AFTER_NS
                     && try_take_running(p, st, PStatus::Idle, || {
                         p.counters.context_switches.load(Ordering::Relaxed) == cs
@@ -259,7 +280,7 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> usize {
             _ => {}
         }
     }
-    taken
+    Looked { taken, next_due }
 }
 
 /// Lets Ms that have been parked for [`M_IDLE_RETIRE`] exit while there are more

@@ -71,8 +71,10 @@ pub(crate) fn render(s: &Sched) -> String {
     if detail {
         let _ = write!(
             out,
-            " gcwaiting={} nmidlelocked=0 stopwait=0 sysmonwait={}",
+            " gcwaiting={} nmidlelocked={} stopwait={} sysmonwait={}",
             s.stopping.load(std::sync::atomic::Ordering::Relaxed),
+            ms_list.iter().filter(|m| m.lockedg().is_some() && m.blocked()).count(),
+            s.stopwait.load(std::sync::atomic::Ordering::Relaxed),
             s.sysmon.sleeps_deeply()
         );
     } else {

@@ -126,10 +126,7 @@ pub(crate) fn hand_off_p(p: usize) {
 #[must_use]
 pub(crate) fn stop_locked_m(m: &'static M) -> bool {
     if m.p().is_some() {
-        if m.spinning() {
-            m.set_spinning(false);
-            sched().idle.stop_spinning();
-        }
+        drop_spinning(m);
         hand_off_p(m.release_p());
     }
     sleep_for_p(m)
@@ -146,9 +143,28 @@ pub(crate) fn start_locked_m(m: &'static M, locked: &'static M) {
 /// Rule 2: this M found work and stops spinning.
 pub(crate) fn reset_spinning(m: &M) {
     debug_assert!(m.spinning());
-    m.set_spinning(false);
-    sched().idle.stop_spinning();
+    drop_spinning(m);
     wakep();
+}
+
+/// This M stops spinning if it was, without looking for another spinner (it is
+/// giving up its P). Returns whether it was spinning.
+pub(crate) fn drop_spinning(m: &M) -> bool {
+    let was = m.spinning();
+    if was {
+        m.set_spinning(false);
+        sched().idle.stop_spinning();
+    }
+    was
+}
+
+/// An idle P for an M that has none, unless a stop-the-world is collecting them.
+pub(crate) fn idle_p_unless_stopping() -> Option<usize> {
+    let s = sched();
+    if s.stopping.load(Ordering::SeqCst) {
+        return None;
+    }
+    s.idle.lock().pidle_get()
 }
 
 /// This M turns spinning.
