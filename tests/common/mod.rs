@@ -65,3 +65,21 @@ pub fn run_child(name: &str, envs: &[(&str, &str)]) -> Output {
     }
     cmd.output().expect("run child test process")
 }
+
+/// The path of example `name`'s binary. `cargo test` builds every example before
+/// it runs the test binaries, into `target/<profile>/examples/`, the parent of
+/// this test binary's `deps/` folder.
+pub fn example_bin(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binary lives in target/<profile>/deps");
+    let bin = profile_dir.join("examples").join(name);
+    assert!(
+        bin.exists(),
+        "{} not built: run the tests with `cargo test` (it builds the examples)",
+        bin.display()
+    );
+    bin
+}
