@@ -68,7 +68,9 @@ pub fn run_child(name: &str, envs: &[(&str, &str)]) -> Output {
 
 /// The path of example `name`'s binary. `cargo test` builds every example before
 /// it runs the test binaries, into `target/<profile>/examples/`, the parent of
-/// this test binary's `deps/` folder.
+/// this test binary's `deps/` folder; `cargo test --test x` does not, so a binary
+/// older than its sources (the example's, or the library's) is refused rather
+/// than tested.
 pub fn example_bin(name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let profile_dir = exe
@@ -76,10 +78,31 @@ pub fn example_bin(name: &str) -> std::path::PathBuf {
         .and_then(|deps| deps.parent())
         .expect("test binary lives in target/<profile>/deps");
     let bin = profile_dir.join("examples").join(name);
-    assert!(
-        bin.exists(),
-        "{} not built: run the tests with `cargo test` (it builds the examples)",
-        bin.display()
-    );
+    let hint = "build the examples first: `cargo test` does, or `cargo build --examples`";
+    let built = std::fs::metadata(&bin)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| panic!("{} not built: {hint}", bin.display()));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources = [
+        root.join("examples").join(format!("{name}.rs")),
+        root.join("examples").join(name),
+        root.join("src"),
+    ];
+    if let Some(newer) = sources.iter().find_map(|p| newer_than(p, built)) {
+        panic!("{} is older than {}: {hint}", bin.display(), newer.display());
+    }
     bin
+}
+
+/// A file at or under `path` modified after `time`, if any.
+fn newer_than(path: &std::path::Path, time: std::time::SystemTime) -> Option<std::path::PathBuf> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.is_dir() {
+        std::fs::read_dir(path)
+            .ok()?
+            .flatten()
+            .find_map(|entry| newer_than(&entry.path(), time))
+    } else {
+        (meta.modified().ok()? > time).then(|| path.to_path_buf())
+    }
 }

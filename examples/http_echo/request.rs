@@ -1,0 +1,203 @@
+//! The request head: parsed with `httparse`, checked against the server's limits,
+//! and reduced to what the connection loop needs (method, path, how the body is
+//! framed, whether the connection stays open).
+//!
+//! Framing follows RFC 9112 §6: `Transfer-Encoding: chunked` (the last coding)
+//! frames the body, else `Content-Length`, else there is none. A request with
+//! both, with an unknown transfer coding, or with conflicting lengths is refused
+//! (400/501): those are the ambiguities request smuggling is built on.
+
+use std::fmt;
+
+/// Largest request head (request line and headers) accepted; beyond it, 431.
+pub const MAX_HEAD: usize = 16 * 1024;
+/// Largest request body accepted (after chunked decoding); beyond it, 413.
+pub const MAX_BODY: usize = 1024 * 1024;
+/// Most header fields in one head; more is answered like an oversized head.
+const MAX_HEADERS: usize = 100;
+
+/// A request the server refuses: the status to answer with, and why. The
+/// connection is closed after answering, since the rest of its bytes can no
+/// longer be trusted to start a new request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpError {
+    pub status: u16,
+    pub reason: &'static str,
+}
+
+impl HttpError {
+    pub fn new(status: u16, reason: &'static str) -> Self {
+        HttpError { status, reason }
+    }
+}
+
+impl fmt::Display for HttpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.status, self.reason)
+    }
+}
+
+/// The methods this server implements; any other token is answered with 405.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Other,
+}
+
+/// How the body after the head is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    None,
+    Length(usize),
+    Chunked,
+}
+
+/// A parsed request head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub method: Method,
+    pub path: String,
+    /// Bytes of the head, up to and including the blank line.
+    pub len: usize,
+    pub body: Body,
+    /// Whether the connection stays open after the response (HTTP/1.1 unless
+    /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`).
+    pub keep_alive: bool,
+    /// The client waits for `100 Continue` before it sends the body.
+    pub expect_continue: bool,
+}
+
+/// Parses the head at the start of `buf`: `Ok(None)` while it is incomplete.
+pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HttpError> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut fields);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+            return Err(HttpError::new(431, "request header fields too large"))
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(HttpError::new(431, "too many header fields")),
+        Err(_) => return Err(HttpError::new(400, "malformed request")),
+    };
+    if len > MAX_HEAD {
+        return Err(HttpError::new(431, "request header fields too large"));
+    }
+    // A complete parse always fills these in.
+    let (Some(method), Some(path), Some(version)) = (req.method, req.path, req.version) else {
+        return Err(HttpError::new(400, "malformed request"));
+    };
+    let fields = Fields::read(req.headers)?;
+    Ok(Some(Head {
+        method: match method {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "POST" => Method::Post,
+            _ => Method::Other,
+        },
+        path: path.to_owned(),
+        len,
+        body: fields.body()?,
+        keep_alive: if version == 1 {
+            !fields.connection_close
+        } else {
+            fields.connection_keep_alive
+        },
+        expect_continue: fields.expect_continue,
+    }))
+}
+
+/// The header fields the server acts on.
+#[derive(Default)]
+struct Fields {
+    content_length: Option<usize>,
+    chunked: bool,
+    connection_close: bool,
+    connection_keep_alive: bool,
+    expect_continue: bool,
+}
+
+impl Fields {
+    fn read(headers: &[httparse::Header<'_>]) -> Result<Fields, HttpError> {
+        let mut f = Fields::default();
+        for h in headers {
+            let name = h.name;
+            if name.eq_ignore_ascii_case("content-length") {
+                f.add_content_length(h.value)?;
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                f.add_transfer_encoding(h.value)?;
+            } else if name.eq_ignore_ascii_case("connection") {
+                for token in list(h.value) {
+                    f.connection_close |= token.eq_ignore_ascii_case(b"close");
+                    f.connection_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            } else if name.eq_ignore_ascii_case("expect") {
+                if !trim(h.value).eq_ignore_ascii_case(b"100-continue") {
+                    return Err(HttpError::new(417, "expectation failed"));
+                }
+                f.expect_continue = true;
+            }
+        }
+        Ok(f)
+    }
+
+    fn add_content_length(&mut self, value: &[u8]) -> Result<(), HttpError> {
+        // `Content-Length: 5, 5` and repeated equal fields are allowed; any
+        // disagreement is not.
+        for token in list(value) {
+            let n = parse_decimal(token).ok_or(HttpError::new(400, "bad Content-Length"))?;
+            if self.content_length.is_some_and(|m| m != n) {
+                return Err(HttpError::new(400, "conflicting Content-Length"));
+            }
+            self.content_length = Some(n);
+        }
+        Ok(())
+    }
+
+    fn add_transfer_encoding(&mut self, value: &[u8]) -> Result<(), HttpError> {
+        for token in list(value) {
+            // Chunked must be the final coding, and is the only one we decode.
+            if self.chunked || !token.eq_ignore_ascii_case(b"chunked") {
+                return Err(HttpError::new(501, "unsupported transfer coding"));
+            }
+            self.chunked = true;
+        }
+        Ok(())
+    }
+
+    fn body(&self) -> Result<Body, HttpError> {
+        match (self.chunked, self.content_length) {
+            (true, Some(_)) => Err(HttpError::new(400, "both Transfer-Encoding and Content-Length")),
+            (true, None) => Ok(Body::Chunked),
+            (false, Some(n)) if n > MAX_BODY => Err(HttpError::new(413, "content too large")),
+            (false, Some(0)) | (false, None) => Ok(Body::None),
+            (false, Some(n)) => Ok(Body::Length(n)),
+        }
+    }
+}
+
+/// The non-empty elements of a comma-separated field value, trimmed.
+fn list(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(trim).filter(|t| !t.is_empty())
+}
+
+fn trim(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
+    let end = bytes.iter().rposition(|b| !b.is_ascii_whitespace());
+    match (start, end) {
+        (Some(s), Some(e)) => &bytes[s..=e],
+        _ => &[],
+    }
+}
+
+/// A decimal length: digits only (no sign, no spaces), no overflow.
+fn parse_decimal(digits: &[u8]) -> Option<usize> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    digits
+        .iter()
+        .try_fold(0usize, |n, d| n.checked_mul(10)?.checked_add(usize::from(d - b'0')))
+}

@@ -1,0 +1,145 @@
+//! Writing responses: status line, the fixed headers (`Date`, `Content-Length`,
+//! `Content-Type`, `Connection: close` when closing) and the body, appended to
+//! the connection's output buffer so pipelined responses go out in one write.
+
+use std::cell::RefCell;
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A response about to be written.
+pub struct Response<'a> {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: &'a [u8],
+    /// Extra header lines, each ending in CRLF (e.g. `Allow: ...\r\n`).
+    pub extra: &'static str,
+}
+
+impl<'a> Response<'a> {
+    pub fn new(status: u16, content_type: &'static str, body: &'a [u8]) -> Self {
+        Response {
+            status,
+            content_type,
+            body,
+            extra: "",
+        }
+    }
+
+    pub fn text(status: u16, body: &'a str) -> Self {
+        Response::new(status, "text/plain; charset=utf-8", body.as_bytes())
+    }
+
+    /// Appends the response to `out`; `head_only` answers a HEAD request (the
+    /// headers of the GET, without its body).
+    pub fn write_to(&self, out: &mut Vec<u8>, keep_alive: bool, head_only: bool) {
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "HTTP/1.1 {} {}\r\nDate: ", self.status, reason(self.status));
+        write_date(out);
+        let _ = write!(
+            out,
+            "\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}{}\r\n",
+            self.content_type,
+            self.body.len(),
+            self.extra,
+            if keep_alive { "" } else { "Connection: close\r\n" },
+        );
+        if !head_only {
+            out.extend_from_slice(self.body);
+        }
+    }
+}
+
+/// The interim response a client sending `Expect: 100-continue` waits for.
+pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        413 => "Content Too Large",
+        417 => "Expectation Failed",
+        431 => "Request Header Fields Too Large",
+        501 => "Not Implemented",
+        _ => "Unknown",
+    }
+}
+
+thread_local! {
+    /// The `Date` value of the current second, per thread (formatting it for
+    /// every response would cost more than the rest of the head).
+    static DATE: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+}
+
+/// Appends now as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), cached per
+/// second.
+fn write_date(out: &mut Vec<u8>) {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    DATE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.0 != secs {
+            *cache = (secs, imf_fixdate(secs));
+        }
+        out.extend_from_slice(cache.1.as_bytes());
+    });
+}
+
+fn imf_fixdate(unix_secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = unix_secs / 86_400;
+    let secs = unix_secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        DAYS[(days % 7) as usize],
+        day,
+        MONTHS[month as usize - 1],
+        year,
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// (year, month 1..=12, day 1..=31) of a day count since 1970-01-01, by the
+/// proleptic Gregorian calendar (Howard Hinnant's days-to-civil algorithm).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_match_known_instants() {
+        assert_eq!(imf_fixdate(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(imf_fixdate(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(imf_fixdate(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT");
+        assert_eq!(imf_fixdate(1_795_219_199), "Fri, 20 Nov 2026 23:59:59 GMT");
+    }
+
+    #[test]
+    fn head_only_keeps_the_length_and_drops_the_body() {
+        let mut out = Vec::new();
+        Response::text(200, "hi").write_to(&mut out, false, true);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"));
+        assert!(text.contains("Content-Length: 2\r\n"));
+        assert!(text.ends_with("Connection: close\r\n\r\n"));
+    }
+}
