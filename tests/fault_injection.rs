@@ -1,0 +1,244 @@
+//! Faults injected at every kind of blocking point, and what the user sees: a
+//! goroutine that panics while partners are parked on it (channel, select, goro
+//! Mutex, a blocking call), handles dropped while their goroutines are parked,
+//! and network peers that reset, half-close or stall. After each fault the rest
+//! of the program keeps working. (fd exhaustion: `net_fd_exhaustion.rs`; stack
+//! overflow: `stack_overflow.rs`.)
+
+mod common;
+
+use goro::chan::SendTimeoutError;
+use goro::sync::Mutex;
+use std::io::{ErrorKind, Read, Write};
+use std::net::Shutdown;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_sender_that_panics_wakes_its_parked_receiver_with_a_closed_channel() {
+    common::init_procs(2);
+    let _w = common::watchdog("sender panic", Duration::from_secs(60));
+    let (tx, rx) = goro::chan::bounded::<u32>(0);
+    let (started_tx, started) = goro::chan::bounded::<()>(0);
+    let receiver = goro::go!(move || {
+        started_tx.send(()).unwrap();
+        rx.recv() // parks: nothing is ever sent
+    });
+    started.recv().unwrap();
+    let sender = goro::go!(move || {
+        let _tx = tx; // dropped by the unwind
+        panic!("sender failed");
+    });
+    assert_eq!(panic_text(sender.join().unwrap_err()), "sender failed");
+    assert!(receiver.join().unwrap().is_err(), "receiver sees the channel closed");
+}
+
+#[test]
+fn a_panic_after_select_leaves_no_waiter_behind() {
+    common::init_procs(2);
+    let _w = common::watchdog("select panic", Duration::from_secs(60));
+    let (a_tx, a) = goro::chan::bounded::<u32>(0);
+    let (b_tx, b) = goro::chan::bounded::<u32>(0);
+    let b_keep = b.clone();
+    let selecting = goro::go!(move || {
+        goro::select! {
+            recv(a) -> v => panic!("chose a: {v:?}"),
+            recv(b) -> v => panic!("chose b: {v:?}"),
+        }
+    });
+    a_tx.send(7).unwrap();
+    assert_eq!(panic_text(selecting.join().unwrap_err()), "chose a: Ok(7)");
+    // The dead goroutine's waiter on `b` is gone: a send must not vanish into it.
+    assert!(matches!(
+        b_tx.send_timeout(8, Duration::from_millis(20)),
+        Err(SendTimeoutError::Timeout(8))
+    ));
+    drop(b_keep);
+}
+
+#[test]
+fn a_mutex_holder_that_panics_hands_the_lock_to_its_parked_waiter() {
+    common::init_procs(2);
+    let _w = common::watchdog("mutex panic", Duration::from_secs(60));
+    let m = Arc::new(Mutex::new(0u32));
+    let (locked_tx, locked) = goro::chan::bounded::<()>(0);
+    let (waiting_tx, waiting) = goro::chan::bounded::<()>(0);
+    let m1 = m.clone();
+    let holder = goro::go!(move || {
+        let mut g = m1.lock();
+        *g = 1;
+        locked_tx.send(()).unwrap();
+        waiting.recv().unwrap(); // the waiter is about to park on the lock
+        goro::time::sleep(Duration::from_millis(5));
+        panic!("holder failed");
+    });
+    locked.recv().unwrap();
+    let m2 = m.clone();
+    let waiter = goro::go!(move || {
+        waiting_tx.send(()).unwrap();
+        let mut g = m2.lock(); // parks until the holder unwinds
+        *g += 10;
+        *g
+    });
+    assert!(holder.join().is_err());
+    assert_eq!(
+        waiter.join().unwrap(),
+        11,
+        "no poisoning; the write before the panic stays"
+    );
+    assert_eq!(*m.lock(), 11);
+}
+
+#[test]
+fn a_panic_inside_a_blocking_call_returns_the_p() {
+    common::init_procs(2);
+    let _w = common::watchdog("blocking panic", Duration::from_secs(60));
+    let failed = goro::go!(|| {
+        goro::blocking(|| {
+            std::thread::sleep(Duration::from_millis(30)); // long enough to hand off the P
+            panic!("syscall wrapper failed");
+        })
+    });
+    assert_eq!(panic_text(failed.join().unwrap_err()), "syscall wrapper failed");
+    // Every P still runs goroutines afterwards.
+    let hs: Vec<_> = (0..100u64)
+        .map(|i| {
+            goro::go!(move || {
+                goro::yield_now();
+                i
+            })
+        })
+        .collect();
+    assert_eq!(hs.into_iter().map(|h| h.join().unwrap()).sum::<u64>(), 4950);
+}
+
+#[test]
+fn dropped_handles_of_parked_goroutines_lose_nothing() {
+    common::init_procs(2);
+    let _w = common::watchdog("dropped handles", Duration::from_secs(60));
+    let (tx, rx) = goro::chan::bounded::<u64>(0);
+    let (out_tx, out) = goro::chan::bounded::<u64>(1000);
+    for _ in 0..1000 {
+        let (rx, out_tx) = (rx.clone(), out_tx.clone());
+        // Each goroutine parks in recv; its handle is dropped at once.
+        drop(goro::go!(move || {
+            let v = rx.recv().unwrap();
+            out_tx.send(v * 2).unwrap();
+            vec![v; 16] // a result nobody joins: dropped with the goroutine
+        }));
+    }
+    drop((rx, out_tx));
+    for v in 0..1000 {
+        tx.send(v).unwrap();
+    }
+    let mut got: Vec<u64> = out.iter().collect();
+    got.sort_unstable();
+    assert_eq!(got, (0..1000).map(|v| v * 2).collect::<Vec<_>>());
+    // `out` closed, so every sender (every goroutine) is gone.
+}
+
+/// A connected pair: (server side, client side), both goro streams.
+fn pair() -> (goro::net::TcpStream, goro::net::TcpStream) {
+    let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    (s, c)
+}
+
+#[test]
+fn a_peer_reset_wakes_the_parked_reader_with_an_error() {
+    common::init_procs(2);
+    let _w = common::watchdog("reset", Duration::from_secs(60));
+    let (server, client) = pair();
+    let reader = goro::go!(move || {
+        let mut s = server;
+        let mut buf = [0u8; 64];
+        s.read(&mut buf) // parks until the reset arrives
+    });
+    // Most likely parked by now; if not, the read finds the reset pending and
+    // the outcome is the same.
+    goro::time::sleep(Duration::from_millis(10));
+    // SO_LINGER with a zero timeout: close sends RST instead of FIN.
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket fd and a correctly sized `linger` value.
+    let rc = unsafe {
+        libc::setsockopt(
+            client.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
+    drop(client);
+    let err = reader.join().unwrap().expect_err("a reset is an error");
+    assert_eq!(err.kind(), ErrorKind::ConnectionReset);
+}
+
+#[test]
+fn a_half_closed_peer_reads_eof_and_still_gets_the_answer() {
+    common::init_procs(2);
+    let _w = common::watchdog("half close", Duration::from_secs(60));
+    let (mut server, mut client) = pair();
+    let echo = goro::go!(move || {
+        let mut all = Vec::new();
+        server.read_to_end(&mut all).unwrap(); // EOF once the client shuts down writing
+        server.write_all(&all).unwrap();
+        all.len()
+    });
+    client.write_all(b"request then half-close").unwrap();
+    client.shutdown(Shutdown::Write).unwrap();
+    let mut back = Vec::new();
+    client.read_to_end(&mut back).unwrap();
+    assert_eq!(back, b"request then half-close");
+    assert_eq!(echo.join().unwrap(), back.len());
+}
+
+#[test]
+fn a_stalled_peer_times_out_writes_and_reads_and_nothing_else() {
+    common::init_procs(2);
+    let _w = common::watchdog("stall", Duration::from_secs(60));
+    let (server, client) = pair();
+    // The client never reads: the server's writes fill both socket buffers, then
+    // the write times out.
+    let writer = goro::go!(move || {
+        server.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+        let chunk = vec![7u8; 64 * 1024];
+        let mut written = 0usize;
+        loop {
+            match (&server).write(&chunk) {
+                Ok(n) => written += n,
+                Err(e) => return (e.kind(), written, server),
+            }
+        }
+    });
+    // Meanwhile other goroutines run freely.
+    let (tx, rx) = goro::chan::bounded::<u8>(1);
+    goro::go!(move || tx.send(1).unwrap());
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(1));
+    let (kind, written, server) = writer.join().unwrap();
+    assert_eq!(kind, ErrorKind::TimedOut);
+    assert!(written > 0);
+    // The client never writes: a read times out too, and the stream stays usable.
+    let reader = goro::go!(move || {
+        server.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut buf = [0u8; 16];
+        let kind = (&server).read(&mut buf).unwrap_err().kind();
+        (kind, server)
+    });
+    let (kind, server) = reader.join().unwrap();
+    assert_eq!(kind, ErrorKind::TimedOut);
+    drop((server, client));
+}
