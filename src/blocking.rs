@@ -11,19 +11,54 @@ use crate::runtime::m::{current_g, current_m};
 use crate::runtime::ownership::{enter_syscall, exit_syscall};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-/// Runs `f`, a call that may block the OS thread, from a goroutine (Go's
-/// `entersyscall`/`exitsyscall` around a system call). If `f` outlasts about
-/// 20 µs, the goroutine's P is handed to another M, so other goroutines keep
-/// running meanwhile; counted in `runtime::stats().syscall_handoffs`.
+/// Runs `f`, a call that may block its OS thread, without stalling the other
+/// goroutines of this goroutine's P.
 ///
-/// Inside `f` the thread behaves as a plain OS thread to goro: goro calls that
-/// wait (a channel `recv`, `join`, ...) block the thread rather than park the G.
-/// On a plain thread, `blocking(f)` is just `f()`. A panic in `f` propagates.
+/// Use it around file I/O, DNS look-ups, FFI, std locks: anything that blocks the
+/// thread without goro knowing. Go's runtime does this around every system call
+/// (`entersyscall` / `exitsyscall`); in Rust the call sites have to be marked.
+///
+/// A short `f` costs about as much as two atomic operations. If `f` is still
+/// running when the runtime's monitor thread next looks (every 20 µs or so while
+/// goroutines run), the P is handed to another M, which runs the P's other
+/// goroutines meanwhile (counted in
+/// [`runtime::stats()`](crate::runtime::stats)`.syscall_handoffs`).
+/// When `f` returns, the goroutine takes a P back (its own if it is still free)
+/// or queues itself to run; the result is returned as is.
+///
+/// Inside `f` the thread counts as a plain OS thread to goro: goro calls that wait
+/// there (a channel `recv`, `join`, ...) block the thread rather than park the
+/// goroutine. [`current`](crate::current) still reports the goroutine.
+/// Outside a goroutine, `blocking(f)` is just `f()`, and so is a nested call.
 ///
 /// ```
-/// let h = goro::go!(|| goro::blocking(|| std::fs::read_to_string("Cargo.toml").map(|s| s.len())));
-/// assert!(h.join().unwrap().unwrap() > 0);
+/// let path = std::env::temp_dir().join(format!("goro-blocking-{}", std::process::id()));
+/// let h = goro::go!(move || {
+///     goro::blocking(|| {
+///         std::fs::write(&path, "file I/O blocks the thread")?;
+///         let text = std::fs::read_to_string(&path)?;
+///         std::fs::remove_file(&path)?;
+///         Ok::<_, std::io::Error>(text)
+///     })
+/// });
+/// assert_eq!(h.join().unwrap()?, "file I/O blocks the thread");
+/// # Ok::<(), std::io::Error>(())
 /// ```
+///
+/// With a single P, a goroutine blocked in a std channel's `recv` would keep the
+/// goroutine that sends from ever running; inside `blocking` its P moves on:
+///
+/// ```
+/// goro::runtime::Config::new().procs(1).init().unwrap(); // first use: a fresh runtime
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let waiter = goro::go!(move || goro::blocking(|| rx.recv().unwrap()));
+/// let sender = goro::go!(move || tx.send("hello").unwrap());
+/// assert_eq!(waiter.join().unwrap(), "hello");
+/// sender.join().unwrap();
+/// ```
+///
+/// # Panics
+/// A panic in `f` propagates to the caller, after the goroutine has got its P back.
 pub fn blocking<F, R>(f: F) -> R
 where
     F: FnOnce() -> R,

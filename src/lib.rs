@@ -2,7 +2,8 @@
 //!
 //! `goro::go!(|| ...)` starts a goroutine: a stackful green thread scheduled in
 //! Go's G/M/P model. Code inside it is plain blocking-style Rust; every wait
-//! (`join`, `sleep`, ...) parks the goroutine and frees its OS thread for others.
+//! (`join`, `sleep`, a channel receive, a socket read, ...) parks the goroutine and
+//! frees its OS thread for other goroutines.
 //!
 //! ```
 //! use std::time::Duration;
@@ -17,11 +18,45 @@
 //! assert_eq!(sum, 999 * 1000);
 //! ```
 //!
-//! The runtime starts on first use with `GOMAXPROCS` Ps (the environment variable,
-//! else the number of CPUs); [`runtime::Config`] sets it up explicitly.
-//! `GODEBUG=schedtrace=1000` prints Go's scheduler trace. The design is described
-//! in `docs/DESIGN.md`; the hazards of green threads (thread-locals across parks,
-//! std locks in goroutines) in `docs/SAFETY.md`.
+//! # What is where
+//!
+//! | Go | goro |
+//! |---|---|
+//! | `go f()` | [`go!`], [`spawn`](fn@spawn), [`Builder`] → [`JoinHandle`] |
+//! | `runtime.Gosched`, `runtime.GOMAXPROCS`, `runtime.NumGoroutine`, `runtime.LockOSThread` | [`yield_now`], [`runtime`] |
+//! | `make(chan T, n)`, `close`, `select` | [`chan`], [`select!`] |
+//! | `time.Sleep`, `time.After`, `time.Timer`, `time.Ticker` | [`time`] |
+//! | `sync.Mutex`, `sync.WaitGroup`, `sync.Once`, ... | [`sync`] |
+//! | `net.Listen`, `net.Dial` | [`net`] |
+//! | a blocking system call | [`blocking`](fn@blocking) |
+//!
+//! # Goroutines and threads
+//!
+//! Every blocking call of this crate works in two contexts: inside a goroutine it
+//! parks the goroutine, and its OS thread (an M) runs other goroutines meanwhile;
+//! on a plain OS thread, such as `fn main` or a `std::thread`, it blocks that
+//! thread. Goroutines and threads can therefore share channels, locks and wait
+//! groups freely. Waiting never keeps a core busy (a contended [`sync::Mutex`]
+//! spins for a moment before it parks).
+//!
+//! Calls that block the OS thread without goro knowing (std's locks, file I/O,
+//! `std::thread::sleep`, FFI) stall every goroutine queued on that thread's P:
+//! wrap them in [`blocking`](fn@blocking), or use the goro equivalents. `docs/SAFETY.md` lists
+//! this and the other hazards of code that runs as a goroutine: thread-locals
+//! across parks, tight loops, stack size, the end of `main`.
+//!
+//! # The runtime
+//!
+//! There is one runtime per process. It starts on first use with `GOMAXPROCS` Ps
+//! (the environment variable, else the number of CPUs); [`runtime::Config`] sets it
+//! up explicitly instead, before first use. A panic in a goroutine stays in that
+//! goroutine: it is printed to stderr, as a std thread's is, and returned by
+//! [`JoinHandle::join`]. As in Go, returning from `main` ends the process, and
+//! goroutines still running stop there.
+//!
+//! `GODEBUG=schedtrace=1000` prints Go's scheduler trace every second
+//! (`docs/SCHEDTRACE.md` explains how to read it). The design is described in
+//! `docs/DESIGN.md`.
 
 #![warn(missing_docs)]
 
@@ -43,8 +78,14 @@ pub mod __bench {
     pub use crate::runtime::runq::{RunQueue, RING_CAP};
 }
 
-/// Spawns a goroutine: `goro::go!(|| expr)` or `goro::go!(move || expr)`. Returns
-/// its [`JoinHandle`].
+/// Starts a goroutine, like Go's `go` statement: `goro::go!(|| expr)` or
+/// `goro::go!(move || expr)`. Returns its [`JoinHandle`].
+///
+/// `go!(f)` is [`spawn`](fn@spawn)`(f)`: the closure must be `Send + 'static` and so must its
+/// result. The new goroutine is queued to run next on the current P (Go's
+/// `runnext`), or on the global run queue when called from a plain thread; the
+/// caller carries on without waiting for it. Dropping the handle detaches the
+/// goroutine.
 ///
 /// ```
 /// let data = vec![1, 2, 3];

@@ -31,12 +31,36 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
-/// A goroutine's id: unique for the life of the process, as Go's goid.
+/// A goroutine's id, unique for the life of the process (Go's goid, the number in
+/// `goroutine 17 [running]`). Ids are never reused.
+///
+/// Get one from [`JoinHandle::id`] or, inside the goroutine, from [`current`]. It
+/// is `Copy`, hashable and ordered, so it can key a map; it prints as the bare
+/// number.
+///
+/// ```
+/// let a = goro::go!(|| goro::current().unwrap());
+/// let b = goro::go!(|| ());
+/// let (id_a, id_b) = (a.id(), b.id());
+/// assert_ne!(id_a, id_b);
+/// assert_eq!(a.join().unwrap(), id_a);
+/// assert_eq!(id_a.to_string(), id_a.as_u64().to_string());
+/// # b.join().unwrap();
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GoId(u64);
 
 impl GoId {
-    /// The number, as Go prints it (`goroutine 17`).
+    /// The id as a number, as Go prints it (`goroutine 17`) and as goro's panic
+    /// messages and `GODEBUG=scheddetail=1` traces show it.
+    ///
+    /// ```
+    /// let h = goro::go!(|| ());
+    /// let id = h.id();
+    /// assert!(id.as_u64() > 0);
+    /// assert_eq!(format!("goroutine {id}"), format!("goroutine {}", id.as_u64()));
+    /// # h.join().unwrap();
+    /// ```
     pub fn as_u64(self) -> u64 {
         self.0
     }
@@ -48,11 +72,26 @@ impl fmt::Display for GoId {
     }
 }
 
-/// Spawns a goroutine running `f` and returns a handle to join it.
+/// Starts a goroutine running `f` and returns a handle to join it (Go's `go f()`;
+/// the [`go!`](crate::go!) macro is the same call).
+///
+/// Works from a goroutine and from a plain thread alike; the first call starts the
+/// runtime if nothing else has. The new goroutine goes to the current P's
+/// `runnext` slot (from a plain thread: the global run queue) and an idle P, if
+/// any, is woken to run it; the caller does not wait for it. It gets the runtime's
+/// default stack size ([`runtime::Config::stack_size`](crate::runtime::Config::stack_size));
+/// use a [`Builder`] to choose another, or a name.
+///
+/// A panic in `f` ends only this goroutine: [`JoinHandle::join`] returns it as
+/// `Err`. Dropping the handle detaches the goroutine, which runs on.
 ///
 /// ```
 /// let h = goro::spawn(|| 6 * 7);
 /// assert_eq!(h.join().unwrap(), 42);
+///
+/// // Goroutines may spawn goroutines.
+/// let outer = goro::spawn(|| goro::spawn(|| "inner").join().unwrap());
+/// assert_eq!(outer.join().unwrap(), "inner");
 /// ```
 ///
 /// # Panics
@@ -68,7 +107,10 @@ where
         .expect("spawn with default settings cannot fail")
 }
 
-/// Goroutine settings: a name (shown in panic messages and traces) and a stack size.
+/// Goroutine settings: a name and a stack size, as std's `thread::Builder`.
+///
+/// The name shows in the goroutine's panic message. Go has no equivalent: its
+/// goroutines are anonymous and their stacks grow.
 ///
 /// ```
 /// let h = goro::Builder::new().name("worker-1").stack_size(512 << 10).spawn(|| "done")?;
@@ -83,30 +125,62 @@ pub struct Builder {
 
 impl Builder {
     /// Default settings: no name, the runtime's default stack size.
+    ///
+    /// ```
+    /// let h = goro::Builder::new().spawn(|| 1)?;
+    /// assert_eq!(h.join().unwrap(), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Names the goroutine.
+    /// Names the goroutine. The name appears in its panic message
+    /// (`goroutine 17 "worker-1" panicked at ...`). It must not contain a NUL byte
+    /// ([`Builder::spawn`] fails).
+    ///
+    /// ```
+    /// let h = goro::Builder::new().name("worker-1").spawn(|| 2 + 2)?;
+    /// assert_eq!(h.join().unwrap(), 4);
+    /// assert!(goro::Builder::new().name("bad\0name").spawn(|| ()).is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
     }
 
-    /// Stack size in bytes, rounded up to whole pages (at least 16 KiB). Only touched
-    /// pages use memory. Overflowing it aborts the process with
+    /// Stack size in bytes, rounded up to whole pages (at least 16 KiB, at most
+    /// 1 GiB: more makes [`Builder::spawn`] fail). Only the pages the goroutine
+    /// touches use memory. Unlike Go's, goro's stacks do not grow: overflowing one
+    /// hits a guard page and aborts the process with
     /// `goroutine N stack overflow (stack size S)`.
+    ///
+    /// ```
+    /// // Deep recursion wants a big stack.
+    /// fn depth(n: u64) -> u64 { if n == 0 { 0 } else { 1 + depth(n - 1) } }
+    /// let h = goro::Builder::new().stack_size(4 << 20).spawn(|| depth(10_000))?;
+    /// assert_eq!(h.join().unwrap(), 10_000);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self
     }
 
-    /// Spawns the goroutine.
+    /// Starts the goroutine with these settings; otherwise as [`spawn`].
+    ///
+    /// ```
+    /// let h = goro::Builder::new().name("adder").spawn(|| 40 + 2)?;
+    /// assert_eq!(h.join().unwrap(), 42);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// `InvalidInput` for a stack size above 1 GiB or a name containing a NUL byte.
-    /// (Stacks are mapped when the G first runs; if that fails, `join` returns the
-    /// error as the G's panic payload.)
+    /// `io::ErrorKind::InvalidInput` for a stack size above 1 GiB or a name that
+    /// contains a NUL byte. (The stack is mapped when the goroutine first runs; if
+    /// that fails, `join` returns the error message as the goroutine's panic
+    /// payload.)
     pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -302,7 +376,20 @@ impl<T> JoinSlot<T> {
     }
 }
 
-/// An owned permission to join a goroutine. Dropping it detaches the goroutine.
+/// An owned permission to join a goroutine, as std's `thread::JoinHandle`.
+///
+/// [`join`](JoinHandle::join) waits for the goroutine and returns its result, or
+/// the payload of its panic. Dropping the handle detaches the goroutine: it runs
+/// on, and its result is dropped when it finishes. (Go has no join: there one
+/// waits with a `sync.WaitGroup` or a channel.) The handle is `Send` and `Sync`,
+/// so it can be joined from another goroutine or thread than the one that spawned.
+///
+/// ```
+/// let h: goro::JoinHandle<String> = goro::go!(|| "done".to_string());
+/// // Join from another goroutine: it parks until `h`'s goroutine finishes.
+/// let joiner = goro::go!(move || h.join().unwrap());
+/// assert_eq!(joiner.join().unwrap(), "done");
+/// ```
 pub struct JoinHandle<T> {
     task: TaskRef,
     id: GoId,
@@ -322,9 +409,10 @@ impl<T> JoinHandle<T> {
         unsafe { &self.task.as_ptr().cast::<TaskHead<T>>().as_ref().slot }
     }
 
-    /// Waits for the goroutine to finish and returns its result, or the panic
-    /// payload if it panicked. From a G this parks the G; from a plain thread it
-    /// blocks the thread.
+    /// Waits for the goroutine to finish and returns its result, or the payload of
+    /// its panic. Called from a goroutine, it parks the goroutine (its M runs
+    /// others meanwhile); from a plain thread, it blocks the thread. Returns at
+    /// once if the goroutine has already finished.
     ///
     /// ```
     /// let h = goro::go!(|| panic!("boom"));
@@ -333,7 +421,8 @@ impl<T> JoinHandle<T> {
     /// ```
     ///
     /// # Errors
-    /// The panic payload, if the goroutine panicked.
+    /// `Err(payload)` if the goroutine panicked: the value passed to `panic!`
+    /// (a `&'static str` or a `String` for a message), as `std::thread` gives it.
     pub fn join(self) -> Result<T, Box<dyn Any + Send + 'static>> {
         crate::runtime::preempt::check();
         let slot = self.slot();
@@ -360,12 +449,30 @@ impl<T> JoinHandle<T> {
         }
     }
 
-    /// True once the goroutine has finished (its result is ready for `join`).
+    /// True once the goroutine has finished, by returning or by panicking; then
+    /// [`join`](JoinHandle::join) returns without waiting. Never blocks.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::bounded::<()>(0);
+    /// let h = goro::go!(move || rx.recv());
+    /// assert!(!h.is_finished()); // parked in recv
+    /// drop(tx); // closes the channel: recv returns Err
+    /// while !h.is_finished() {
+    ///     goro::time::sleep(std::time::Duration::from_millis(1));
+    /// }
+    /// assert!(h.join().unwrap().is_err());
+    /// ```
     pub fn is_finished(&self) -> bool {
         self.task.finished()
     }
 
-    /// The goroutine's id.
+    /// The goroutine's id, the same [`current`] returns inside it.
+    ///
+    /// ```
+    /// let h = goro::go!(|| goro::current());
+    /// let id = h.id();
+    /// assert_eq!(h.join().unwrap(), Some(id));
+    /// ```
     pub fn id(&self) -> GoId {
         self.id
     }
@@ -401,11 +508,31 @@ impl<T> fmt::Debug for JoinHandle<T> {
     }
 }
 
-/// Lets other goroutines run (Go's `runtime.Gosched`): the current G goes to the
-/// back of the global run queue. On a plain thread, yields the thread.
+/// Lets other goroutines run, like Go's `runtime.Gosched`.
+///
+/// The current goroutine goes to the back of the global run queue and its M picks
+/// the next runnable goroutine; it resumes later without further action. On a
+/// plain thread it yields the thread to the OS (`std::thread::yield_now`).
+///
+/// Long computations need not call it for fairness' sake: a goroutine that has run
+/// 10 ms without a switch is made to yield at its next goro call, and after 20 ms
+/// its P is handed to another M, so the goroutines queued behind it run anyway.
 ///
 /// ```
-/// goro::go!(|| for _ in 0..3 { goro::yield_now() }).join().unwrap();
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+///
+/// // A flag set by another goroutine; yielding lets it run, whatever GOMAXPROCS is.
+/// let flag = Arc::new(AtomicBool::new(false));
+/// let f = flag.clone();
+/// let waiter = goro::go!(move || {
+///     let setter = goro::go!(move || f.store(true, Ordering::Release));
+///     while !flag.load(Ordering::Acquire) {
+///         goro::yield_now();
+///     }
+///     setter.join().unwrap();
+/// });
+/// waiter.join().unwrap();
 /// ```
 pub fn yield_now() {
     match current_g() {
@@ -415,7 +542,8 @@ pub fn yield_now() {
     }
 }
 
-/// The id of the goroutine running this code, or `None` on a plain thread.
+/// The id of the goroutine running this code, or `None` on a plain OS thread. Inside
+/// [`blocking`](fn@crate::blocking), it is still the calling goroutine's id.
 ///
 /// ```
 /// assert_eq!(goro::current(), None);

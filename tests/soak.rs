@@ -48,9 +48,12 @@ fn soak() {
     println!("soak: {round} rounds in {secs} s");
 }
 
+/// One part of a round: it gets the round number and panics on a wrong result.
+type Part = fn(u64);
+
 /// All parts of one round run concurrently; each checks its own results.
 fn one_round(round: u64) {
-    let parts: Vec<(&str, fn(u64))> = vec![
+    let parts: [(&str, Part); 7] = [
         ("spawn storm", spawn_storm),
         ("pipeline", pipeline),
         ("select with timeouts", select_timeouts),

@@ -344,7 +344,7 @@ fn poll_order(n: usize) -> Vec<usize> {
 }
 
 /// Waits on several channel operations at once and runs the arm of the one that
-/// completes (Go's `select`).
+/// completes: Go's `select` statement.
 ///
 /// ```
 /// use goro::chan;
@@ -355,20 +355,100 @@ fn poll_order(n: usize) -> Vec<usize> {
 /// tx.send(7).unwrap();
 /// let got = goro::select! {
 ///     recv(rx) -> msg => msg.unwrap(),
-///     send(tx2, "hi") -> _res => -1,
+///     send(tx2, "hi") -> _res => -1, // nobody receives: not ready
 ///     recv(goro::time::after(Duration::from_millis(50))) -> _ => -2,
 /// };
 /// assert_eq!(got, 7);
 /// ```
 ///
-/// Arms: `recv(receiver) -> pattern => body`, `send(sender, value) -> pattern =>
-/// body`, and an optional `default => body`, which makes the select non-blocking.
-/// The pattern binds `Result<T, RecvError>` for `recv` and
-/// `Result<(), SendError<T>>` for `send`. Every operand is evaluated once, in
-/// source order, before anything blocks; operands are borrowed for the select's
-/// duration, so temporaries such as `goro::time::after(d)` work. When several arms
-/// are ready one is picked uniformly at random. Bodies run inline. `select! {}`
-/// blocks forever. Use `goro::chan::never()` to switch an arm off.
+/// # Arms
+///
+/// - `recv(rx) -> pat => body`: receives from the [`Receiver`]
+///   `rx`; `pat` binds a `Result<T, RecvError>`, `Err` once the channel is closed
+///   and drained (a closed channel is always ready).
+/// - `send(tx, value) -> pat => body`: sends `value` on the
+///   [`Sender`] `tx`; `pat` binds a
+///   `Result<(), SendError<T>>`, `Err` (with the value) if the channel is closed.
+/// - `default => body`, at most once: makes the select non-blocking; it runs if
+///   no other arm is ready right now.
+///
+/// A body is an expression followed by a comma, or a block. The `select!` is an
+/// expression; its value is the body's that ran.
+///
+/// # Semantics
+///
+/// - Every operand (the channel expressions and the values of `send` arms) is
+///   evaluated exactly once, in source order, before anything waits. Values of
+///   arms that are not chosen are dropped.
+/// - If arms are ready, one of them is chosen uniformly at random (Go's rule),
+///   so a busy channel cannot starve the others. Otherwise, without `default`,
+///   the select waits until one arm can complete, parking the goroutine (or
+///   blocking the thread, outside a goroutine), and exactly that one arm's
+///   operation takes place.
+/// - Operands are borrowed for the select's duration: a channel variable can be
+///   reused across loop iterations, and temporaries such as
+///   `goro::time::after(d)` work as timeout arms.
+/// - Bodies run inline, after the operation: they may `break`, `continue` or
+///   `return`, use `?`, assign to the caller's locals (even to a channel
+///   variable an arm reads, to replace it) and nest another `select!`.
+/// - `select! {}` blocks forever (Go's `select {}`); a select with only a
+///   `default` arm runs it. [`chan::never()`](crate::chan::never) stands in for
+///   Go's nil channel, to switch an arm off.
+///
+/// A loop that drains work until told to stop, with a non-blocking poll:
+///
+/// ```
+/// use goro::chan;
+///
+/// let (work_tx, work) = chan::bounded(8);
+/// let (quit_tx, quit) = chan::bounded::<()>(0);
+/// for i in 1..=3 {
+///     work_tx.send(i).unwrap();
+/// }
+/// let worker = goro::go!(move || {
+///     let mut sum = 0;
+///     loop {
+///         goro::select! {
+///             recv(work) -> n => sum += n.unwrap(),
+///             recv(quit) -> _ => break,
+///         }
+///     }
+///     sum
+/// });
+/// // Wait until the work is taken, then tell the worker to stop.
+/// while !work_tx.is_empty() {
+///     goro::time::sleep(std::time::Duration::from_millis(1));
+/// }
+/// quit_tx.send(()).unwrap();
+/// assert_eq!(worker.join().unwrap(), 6);
+///
+/// // `default`: poll without waiting.
+/// let (_tx, rx) = chan::bounded::<i32>(0);
+/// let polled = goro::select! {
+///     recv(rx) -> v => v.ok(),
+///     default => None,
+/// };
+/// assert_eq!(polled, None);
+/// ```
+///
+/// Fairness: with two channels always ready, both arms are chosen.
+///
+/// ```
+/// let (a_tx, a) = goro::chan::bounded(1000);
+/// let (b_tx, b) = goro::chan::bounded(1000);
+/// for _ in 0..1000 {
+///     a_tx.send('a').unwrap();
+///     b_tx.send('b').unwrap();
+/// }
+/// let mut count_a = 0;
+/// for _ in 0..1000 {
+///     goro::select! {
+///         recv(a) -> _ => count_a += 1,
+///         recv(b) -> _ => {}
+///     }
+/// }
+/// assert!((300..700).contains(&count_a), "{count_a}");
+/// ```
 #[macro_export]
 macro_rules! select {
     () => {

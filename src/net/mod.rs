@@ -1,9 +1,14 @@
-//! Networking: `std::net`'s blocking-style API, on the netpoller.
+//! Networking: `std::net`'s blocking-style API, on Go's netpoller.
 //!
-//! A goroutine that reads, writes, accepts or connects and would block is parked
-//! on the epoll netpoller, and its M runs other goroutines meanwhile; called from a
-//! plain thread, the same calls block the thread. Every socket is non-blocking
-//! underneath and registered once (edge-triggered).
+//! [`TcpListener`], [`TcpStream`] and [`UdpSocket`] have std's names, methods and
+//! error types, and implement `std::io::Read` / `Write` where std's do, so code
+//! written against `std::net` ports by changing the import. What differs is how
+//! they wait: a goroutine that reads, writes, accepts or connects and would block
+//! is parked on the runtime's epoll netpoller, and its M runs other goroutines
+//! meanwhile, as in Go. Thousands of connections therefore cost thousands of
+//! goroutines, not threads. Called from a plain thread, the same calls block the
+//! thread. Every socket is non-blocking underneath and registered once
+//! (edge-triggered). Sockets made with `std::net` convert with `TryFrom`.
 //!
 //! ```
 //! use goro::net::{TcpListener, TcpStream};
@@ -27,7 +32,8 @@
 //! ```
 //!
 //! Timeouts set with `set_read_timeout` / `set_write_timeout` bound each call, as
-//! std's do, and expire with `io::ErrorKind::TimedOut`.
+//! std's do, and expire with `io::ErrorKind::TimedOut` (std on Linux reports
+//! `WouldBlock`). Linux only, as the netpoller is epoll.
 
 mod sockaddr;
 mod tcp;

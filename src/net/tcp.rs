@@ -8,22 +8,92 @@ use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-/// A TCP server socket. `accept` parks the goroutine until a connection arrives.
+/// A TCP server socket, as `std::net::TcpListener` (Go's `net.Listen("tcp", ...)`).
+///
+/// [`accept`](TcpListener::accept) parks the goroutine until a connection
+/// arrives (a plain thread blocks). The usual server is an accept loop that
+/// starts a goroutine per connection, as in Go.
+///
+/// ```
+/// use goro::net::{TcpListener, TcpStream};
+/// use std::io::{BufRead, BufReader, Write};
+///
+/// let listener = TcpListener::bind("127.0.0.1:0")?;
+/// let addr = listener.local_addr()?;
+/// goro::go!(move || {
+///     for conn in listener.incoming() {
+///         let conn = conn.unwrap();
+///         goro::go!(move || {
+///             // Upper-case each line back to the client.
+///             let mut out = &conn;
+///             for line in BufReader::new(&conn).lines() {
+///                 writeln!(out, "{}", line.unwrap().to_uppercase()).unwrap();
+///             }
+///         });
+///     }
+/// });
+///
+/// let conn = TcpStream::connect(addr)?;
+/// (&conn).write_all(b"hello\n")?;
+/// let mut reply = String::new();
+/// BufReader::new(&conn).read_line(&mut reply)?;
+/// assert_eq!(reply, "HELLO\n");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub struct TcpListener {
     inner: Registered<std::net::TcpListener>,
 }
 
-/// A TCP connection. Reads and writes park the goroutine while the socket is not
-/// ready. `Read` and `Write` are implemented for `TcpStream` and `&TcpStream`.
+/// A TCP connection, as `std::net::TcpStream` (Go's `net.Conn` from
+/// `net.Dial("tcp", ...)`).
+///
+/// `std::io::Read` and `Write` are implemented for `TcpStream` and for
+/// `&TcpStream`, so one goroutine can read while another writes through a shared
+/// reference (or an `Arc`). A read, write or connect that would block parks the
+/// goroutine until the socket is ready (a plain thread blocks). Writes are not
+/// buffered: `flush` does nothing. Dropping the stream closes the connection.
+///
+/// ```
+/// use goro::net::{TcpListener, TcpStream};
+/// use std::io::{Read, Write};
+///
+/// let listener = TcpListener::bind("127.0.0.1:0")?;
+/// let addr = listener.local_addr()?;
+/// let server = goro::go!(move || -> std::io::Result<Vec<u8>> {
+///     let (mut conn, _) = listener.accept()?;
+///     let mut all = Vec::new();
+///     conn.read_to_end(&mut all)?; // until the client shuts down its side
+///     conn.write_all(b"got it")?;
+///     Ok(all)
+/// });
+/// let mut client = TcpStream::connect(addr)?;
+/// client.write_all(b"some bytes")?;
+/// client.shutdown(std::net::Shutdown::Write)?;
+/// let mut reply = String::new();
+/// client.read_to_string(&mut reply)?;
+/// assert_eq!(reply, "got it");
+/// assert_eq!(server.join().unwrap()?, b"some bytes");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub struct TcpStream {
     inner: Registered<std::net::TcpStream>,
 }
 
 impl TcpListener {
-    /// Binds to `addr` (the first address that works) and listens.
+    /// Binds to `addr` and listens (Go's `net.Listen`). `addr` is anything
+    /// `ToSocketAddrs` accepts; of several addresses, the first that can be bound
+    /// is used. Port 0 picks a free port: read it with
+    /// [`local_addr`](TcpListener::local_addr). The accept backlog is the
+    /// system's maximum (`net.core.somaxconn`), as Go asks, not std's 128.
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0")?;
+    /// assert_ne!(l.local_addr()?.port(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// Resolution, bind or listen errors, as std's.
+    /// Resolution, bind or listen errors, as std's (e.g. `AddrInUse`).
     pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
         let l = std::net::TcpListener::bind(addr)?;
         // std listens with a backlog of 128; a burst of connections overflows that
@@ -37,7 +107,21 @@ impl TcpListener {
         TcpListener::try_from(l)
     }
 
-    /// Accepts a connection, parking until one arrives.
+    /// Accepts a connection, parking the goroutine (or blocking the thread) until
+    /// one arrives. Returns the connection and the peer's address.
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    ///
+    /// let l = TcpListener::bind("127.0.0.1:0")?;
+    /// let addr = l.local_addr()?;
+    /// let client = goro::go!(move || TcpStream::connect(addr));
+    /// let (conn, peer) = l.accept()?;
+    /// let client = client.join().unwrap()?;
+    /// assert_eq!(peer, client.local_addr()?);
+    /// assert_eq!(conn.peer_addr()?, peer);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// Accept errors; the listener stays usable after them (for `EMFILE`/`ENFILE`,
@@ -47,15 +131,37 @@ impl TcpListener {
         Ok((TcpStream::try_from(s)?, peer))
     }
 
-    /// An endless iterator of accepted connections. When the process is out of file
-    /// descriptors (`EMFILE`/`ENFILE`) it waits and retries — 5 ms, doubling up to
-    /// 1 s, as Go's HTTP server does — instead of yielding the error, so an accept
-    /// loop survives fd exhaustion; other errors are yielded.
+    /// An endless iterator of accepted connections, for an accept loop: each
+    /// `next` is an [`accept`](TcpListener::accept) without the peer address.
+    /// When the process is out of file descriptors (`EMFILE`/`ENFILE`) it waits
+    /// and retries — 5 ms, doubling up to 1 s, as Go's HTTP server does —
+    /// instead of yielding the error, so the loop survives descriptor exhaustion;
+    /// other errors are yielded.
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    ///
+    /// let l = TcpListener::bind("127.0.0.1:0")?;
+    /// let addr = l.local_addr()?;
+    /// let clients: Vec<_> = (0..3).map(|_| goro::go!(move || TcpStream::connect(addr))).collect();
+    /// let accepted = l.incoming().take(3).filter(|c| c.is_ok()).count();
+    /// assert_eq!(accepted, 3);
+    /// # for c in clients { c.join().unwrap()?; }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn incoming(&self) -> Incoming<'_> {
         Incoming { listener: self }
     }
 
-    /// The address it is bound to.
+    /// The address the listener is bound to, with the actual port if it was bound
+    /// to port 0.
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let addr = l.local_addr()?;
+    /// assert!(addr.ip().is_loopback() && addr.port() != 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's.
@@ -63,7 +169,16 @@ impl TcpListener {
         self.inner.get_ref().local_addr()
     }
 
-    /// Another handle to the same socket (a duplicated descriptor).
+    /// Another handle to the same listening socket (a duplicated descriptor), for
+    /// instance to accept from several goroutines.
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let l2 = l.try_clone()?;
+    /// assert_eq!(l.local_addr()?, l2.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    ///
     ///
     /// # Errors
     /// As std's `try_clone`.
@@ -84,7 +199,25 @@ impl TryFrom<std::net::TcpListener> for TcpListener {
     }
 }
 
-/// Iterator over accepted connections; see [`TcpListener::incoming`].
+/// The endless iterator of [`TcpListener::incoming`]: yields each accepted
+/// connection, parking between them, and rides out file-descriptor exhaustion.
+///
+/// ```
+/// use goro::net::{TcpListener, TcpStream};
+/// use std::io::Write;
+///
+/// let l = TcpListener::bind("127.0.0.1:0")?;
+/// let addr = l.local_addr()?;
+/// goro::go!(move || {
+///     for conn in l.incoming() {
+///         let _ = conn.and_then(|mut c| c.write_all(b"hi"));
+///     }
+/// });
+/// let mut buf = String::new();
+/// std::io::Read::read_to_string(&mut TcpStream::connect(addr)?, &mut buf)?;
+/// assert_eq!(buf, "hi");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub struct Incoming<'a> {
     listener: &'a TcpListener,
 }
@@ -108,11 +241,25 @@ impl Iterator for Incoming<'_> {
 }
 
 impl TcpStream {
-    /// Connects to `addr` (each resolved address in turn), parking until the
-    /// connection is established.
+    /// Opens a connection to `addr` (Go's `net.Dial("tcp", addr)`), trying each
+    /// address it resolves to in turn, and parking the goroutine (or blocking the
+    /// thread) while each attempt is in progress. There is no connect timeout
+    /// other than the system's; to bound it, run it in a goroutine and wait for
+    /// the result with [`select!`](crate::select!) or
+    /// [`Receiver::recv_timeout`](crate::chan::Receiver::recv_timeout).
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    ///
+    /// let l = TcpListener::bind("127.0.0.1:0")?;
+    /// let s = TcpStream::connect(l.local_addr()?)?; // the kernel completes the handshake
+    /// assert_eq!(s.peer_addr()?, l.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// Resolution errors, or the last address's connect error.
+    /// Resolution errors, or the last address's connect error (e.g.
+    /// `ConnectionRefused`); `InvalidInput` if `addr` resolves to no address.
     pub fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
         let mut last = None;
         for a in addr.to_socket_addrs()? {
@@ -124,40 +271,115 @@ impl TcpStream {
         Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no addresses to connect to")))
     }
 
-    /// Bounds each read (`None`: no bound). Expiry: `ErrorKind::TimedOut`.
+    /// Bounds how long each read (and [`peek`](TcpStream::peek)) may wait;
+    /// `None`, the default, waits forever. A read that times out fails with
+    /// `io::ErrorKind::TimedOut` and the stream stays usable. As in std, the bound
+    /// is per call, not a deadline for a series of calls (unlike Go's
+    /// `SetReadDeadline`). It is not shared with [`try_clone`](TcpStream::try_clone)d
+    /// handles.
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    /// use std::io::{ErrorKind, Read};
+    /// use std::time::Duration;
+    ///
+    /// let l = TcpListener::bind("127.0.0.1:0")?;
+    /// let mut s = TcpStream::connect(l.local_addr()?)?;
+    /// s.set_read_timeout(Some(Duration::from_millis(5)))?;
+    /// let err = s.read(&mut [0; 8]).unwrap_err(); // the peer sends nothing
+    /// assert_eq!(err.kind(), ErrorKind::TimedOut);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// `InvalidInput` for a zero duration, as std.
+    /// `InvalidInput` for `Some(Duration::ZERO)`, as std.
     pub fn set_read_timeout(&self, d: Option<Duration>) -> io::Result<()> {
         self.inner.set_timeout(Dir::Read, d)
     }
 
-    /// Bounds each write (`None`: no bound). Expiry: `ErrorKind::TimedOut`.
+    /// Bounds how long each write may wait for room in the socket's send buffer;
+    /// `None`, the default, waits forever. A write that times out fails with
+    /// `io::ErrorKind::TimedOut` (a `write_all` may have written part of the
+    /// data by then). Per call, as std's, and not shared with
+    /// [`try_clone`](TcpStream::try_clone)d handles.
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    /// use std::io::{ErrorKind, Write};
+    /// use std::time::Duration;
+    ///
+    /// let l = TcpListener::bind("127.0.0.1:0")?;
+    /// let mut s = TcpStream::connect(l.local_addr()?)?;
+    /// s.set_write_timeout(Some(Duration::from_millis(5)))?;
+    /// // Nobody reads: the buffers fill up and a write ends up waiting.
+    /// let chunk = vec![0u8; 1 << 20];
+    /// let err = loop {
+    ///     if let Err(e) = s.write(&chunk) {
+    ///         break e;
+    ///     }
+    /// };
+    /// assert_eq!(err.kind(), ErrorKind::TimedOut);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// `InvalidInput` for a zero duration, as std.
+    /// `InvalidInput` for `Some(Duration::ZERO)`, as std.
     pub fn set_write_timeout(&self, d: Option<Duration>) -> io::Result<()> {
         self.inner.set_timeout(Dir::Write, d)
     }
 
-    /// The read timeout.
+    /// The read timeout set by [`set_read_timeout`](TcpStream::set_read_timeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let s = goro::net::TcpStream::connect(l.local_addr()?)?;
+    /// assert_eq!(s.read_timeout()?, None);
+    /// s.set_read_timeout(Some(Duration::from_secs(1)))?;
+    /// assert_eq!(s.read_timeout()?, Some(Duration::from_secs(1)));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// Never; `io::Result` as std's.
+    /// Never; the `io::Result` is std's signature.
     pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
         Ok(self.inner.timeout(Dir::Read))
     }
 
-    /// The write timeout.
+    /// The write timeout set by [`set_write_timeout`](TcpStream::set_write_timeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let s = goro::net::TcpStream::connect(l.local_addr()?)?;
+    /// s.set_write_timeout(Some(Duration::from_millis(250)))?;
+    /// assert_eq!(s.write_timeout()?, Some(Duration::from_millis(250)));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// Never; `io::Result` as std's.
+    /// Never; the `io::Result` is std's signature.
     pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
         Ok(self.inner.timeout(Dir::Write))
     }
 
-    /// Shuts down one or both directions; a goroutine parked reading wakes (end
-    /// of file).
+    /// Shuts down the reading side, the writing side or both (Go's `CloseRead` /
+    /// `CloseWrite`). After `Shutdown::Write` the peer reads end of file, while
+    /// this side can still read its reply. A goroutine parked reading from this
+    /// stream wakes with end of file after `Shutdown::Read`.
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    /// use std::io::Read;
+    /// use std::net::Shutdown;
+    ///
+    /// let l = TcpListener::bind("127.0.0.1:0")?;
+    /// let client = TcpStream::connect(l.local_addr()?)?;
+    /// let (mut server_side, _) = l.accept()?;
+    /// client.shutdown(Shutdown::Write)?;
+    /// assert_eq!(server_side.read(&mut [0; 8])?, 0); // end of file
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's.
@@ -165,7 +387,26 @@ impl TcpStream {
         self.inner.get_ref().shutdown(how)
     }
 
-    /// Another handle to the same connection (a duplicated descriptor).
+    /// Another handle to the same connection (a duplicated descriptor), for
+    /// instance to move the reading half into one goroutine and the writing half
+    /// into another. (Sharing `&TcpStream` does the same without a descriptor.)
+    /// Unlike std's, the clone starts without read and write timeouts: each handle
+    /// has its own.
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    /// use std::io::{Read, Write};
+    ///
+    /// let l = TcpListener::bind("127.0.0.1:0")?;
+    /// let mut client = TcpStream::connect(l.local_addr()?)?;
+    /// let (server_side, _) = l.accept()?;
+    /// let mut writer = server_side.try_clone()?;
+    /// goro::go!(move || writer.write_all(b"from the clone").unwrap());
+    /// let mut buf = [0; 14];
+    /// client.read_exact(&mut buf)?;
+    /// assert_eq!(&buf, b"from the clone");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's `try_clone`.
@@ -173,15 +414,30 @@ impl TcpStream {
         TcpStream::try_from(self.inner.get_ref().try_clone()?)
     }
 
-    /// The remote address.
+    /// The address of the remote end (Go's `RemoteAddr`).
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let s = goro::net::TcpStream::connect(l.local_addr()?)?;
+    /// assert_eq!(s.peer_addr()?, l.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// As std's.
+    /// As std's, e.g. `NotConnected`.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.inner.get_ref().peer_addr()
     }
 
-    /// The local address.
+    /// The address of this end (Go's `LocalAddr`).
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let s = goro::net::TcpStream::connect(l.local_addr()?)?;
+    /// let (_, peer) = l.accept()?;
+    /// assert_eq!(s.local_addr()?, peer);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's.
@@ -189,7 +445,18 @@ impl TcpStream {
         self.inner.get_ref().local_addr()
     }
 
-    /// Sets `TCP_NODELAY`.
+    /// Sets `TCP_NODELAY`: `true` turns Nagle's algorithm off, so small writes
+    /// are sent at once instead of being coalesced. Off by default, as in std
+    /// (Go turns it on for every connection).
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let s = goro::net::TcpStream::connect(l.local_addr()?)?;
+    /// s.set_nodelay(true)?;
+    /// assert!(s.nodelay()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    ///
     ///
     /// # Errors
     /// As std's.
@@ -197,7 +464,14 @@ impl TcpStream {
         self.inner.get_ref().set_nodelay(on)
     }
 
-    /// Reads `TCP_NODELAY`.
+    /// Whether `TCP_NODELAY` is set (see [`set_nodelay`](TcpStream::set_nodelay)).
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let s = goro::net::TcpStream::connect(l.local_addr()?)?;
+    /// assert!(!s.nodelay()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's.
@@ -205,7 +479,25 @@ impl TcpStream {
         self.inner.get_ref().nodelay()
     }
 
-    /// Reads data without consuming it, parking until some is available.
+    /// Reads data without consuming it: the next read returns the same bytes.
+    /// Parks the goroutine (or blocks the thread) until some data is available,
+    /// bounded by the read timeout. Returns 0 at end of file.
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    /// use std::io::{Read, Write};
+    ///
+    /// let l = TcpListener::bind("127.0.0.1:0")?;
+    /// let mut client = TcpStream::connect(l.local_addr()?)?;
+    /// let (mut server_side, _) = l.accept()?;
+    /// client.write_all(b"abc")?;
+    /// let mut buf = [0; 3];
+    /// let n = server_side.peek(&mut buf)?;
+    /// assert_eq!(&buf[..n], &b"abc"[..n]);
+    /// server_side.read_exact(&mut buf)?; // still there
+    /// assert_eq!(&buf, b"abc");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's, or `TimedOut`.

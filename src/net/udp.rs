@@ -7,21 +7,65 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-/// A UDP socket. Receives (and sends on a full buffer) park the goroutine.
+/// A UDP socket, as `std::net::UdpSocket` (Go's `net.ListenUDP` /
+/// `net.DialUDP`).
+///
+/// A receive parks the goroutine until a datagram arrives, and a send parks it
+/// while the socket's send buffer is full (a plain thread blocks instead). Each
+/// call sends or receives one whole datagram; a datagram longer than the buffer
+/// is truncated, as in std.
+///
+/// ```
+/// use goro::net::UdpSocket;
+///
+/// let server = UdpSocket::bind("127.0.0.1:0")?;
+/// let addr = server.local_addr()?;
+/// let echo = goro::go!(move || -> std::io::Result<()> {
+///     let mut buf = [0; 64];
+///     let (n, from) = server.recv_from(&mut buf)?;
+///     server.send_to(&buf[..n], from)?;
+///     Ok(())
+/// });
+/// let client = UdpSocket::bind("127.0.0.1:0")?;
+/// client.connect(addr)?;
+/// client.send(b"ping")?;
+/// let mut buf = [0; 64];
+/// let n = client.recv(&mut buf)?;
+/// assert_eq!(&buf[..n], b"ping");
+/// echo.join().unwrap()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub struct UdpSocket {
     inner: Registered<std::net::UdpSocket>,
 }
 
 impl UdpSocket {
-    /// Binds to `addr`.
+    /// Creates a socket bound to `addr` (port 0 picks a free port). Of several
+    /// addresses, the first that can be bound is used.
+    ///
+    /// ```
+    /// let s = goro::net::UdpSocket::bind("127.0.0.1:0")?;
+    /// assert_ne!(s.local_addr()?.port(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// As std's.
+    /// As std's (e.g. `AddrInUse`).
     pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<UdpSocket> {
         UdpSocket::try_from(std::net::UdpSocket::bind(addr)?)
     }
 
-    /// Sends `buf` to `addr`; returns the bytes sent.
+    /// Sends `buf` as one datagram to `addr` (the first address it resolves
+    /// to); returns the number of bytes sent. Parks while the send buffer is full.
+    ///
+    /// ```
+    /// use goro::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0")?, UdpSocket::bind("127.0.0.1:0")?);
+    /// assert_eq!(a.send_to(b"hey", b.local_addr()?)?, 3);
+    /// let mut buf = [0; 8];
+    /// assert_eq!(b.recv_from(&mut buf)?, (3, a.local_addr()?));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's, or `TimedOut`.
@@ -33,7 +77,20 @@ impl UdpSocket {
         self.inner.io(Dir::Write, |s| s.send_to(buf, addr))
     }
 
-    /// Receives one datagram, parking until one arrives; returns its size and sender.
+    /// Receives one datagram, parking the goroutine (or blocking the thread) until
+    /// one arrives; returns its size and the sender's address. Bounded by the
+    /// read timeout, if set.
+    ///
+    /// ```
+    /// use goro::net::UdpSocket;
+    /// let rx = UdpSocket::bind("127.0.0.1:0")?;
+    /// let addr = rx.local_addr()?;
+    /// goro::go!(move || UdpSocket::bind("127.0.0.1:0")?.send_to(b"hello", addr));
+    /// let mut buf = [0; 16];
+    /// let (n, _from) = rx.recv_from(&mut buf)?;
+    /// assert_eq!(&buf[..n], b"hello");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's, or `TimedOut`.
@@ -41,7 +98,16 @@ impl UdpSocket {
         self.inner.io(Dir::Read, |s| s.recv_from(buf))
     }
 
-    /// Sets the default peer for `send` / `recv`.
+    /// Sets the socket's peer: [`send`](UdpSocket::send) goes to it, and only
+    /// datagrams from it are received. No packet is sent.
+    ///
+    /// ```
+    /// use goro::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0")?, UdpSocket::bind("127.0.0.1:0")?);
+    /// a.connect(b.local_addr()?)?;
+    /// assert_eq!(a.peer_addr()?, b.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's.
@@ -49,15 +115,38 @@ impl UdpSocket {
         self.inner.get_ref().connect(addr)
     }
 
-    /// Sends to the connected peer.
+    /// Sends `buf` as one datagram to the peer set by
+    /// [`connect`](UdpSocket::connect); returns the number of bytes sent.
+    ///
+    /// ```
+    /// use goro::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0")?, UdpSocket::bind("127.0.0.1:0")?);
+    /// a.connect(b.local_addr()?)?;
+    /// a.send(b"one")?;
+    /// let mut buf = [0; 8];
+    /// assert_eq!(b.recv_from(&mut buf)?.0, 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// As std's, or `TimedOut`.
+    /// As std's (`NotConnected` without a peer), or `TimedOut`.
     pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
         self.inner.io(Dir::Write, |s| s.send(buf))
     }
 
-    /// Receives from the connected peer, parking until a datagram arrives.
+    /// Receives one datagram from the peer set by
+    /// [`connect`](UdpSocket::connect), parking until one arrives; returns its
+    /// size. Bounded by the read timeout, if set.
+    ///
+    /// ```
+    /// use goro::net::UdpSocket;
+    /// let (a, b) = (UdpSocket::bind("127.0.0.1:0")?, UdpSocket::bind("127.0.0.1:0")?);
+    /// b.connect(a.local_addr()?)?;
+    /// a.send_to(b"two", b.local_addr()?)?;
+    /// let mut buf = [0; 8];
+    /// assert_eq!(b.recv(&mut buf)?, 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's, or `TimedOut`.
@@ -65,7 +154,13 @@ impl UdpSocket {
         self.inner.io(Dir::Read, |s| s.recv(buf))
     }
 
-    /// The local address.
+    /// The address the socket is bound to.
+    ///
+    /// ```
+    /// let s = goro::net::UdpSocket::bind("127.0.0.1:0")?;
+    /// assert!(s.local_addr()?.ip().is_loopback());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's.
@@ -73,15 +168,32 @@ impl UdpSocket {
         self.inner.get_ref().local_addr()
     }
 
-    /// The connected peer's address.
+    /// The peer set by [`connect`](UdpSocket::connect).
+    ///
+    /// ```
+    /// let s = goro::net::UdpSocket::bind("127.0.0.1:0")?;
+    /// assert!(s.peer_addr().is_err()); // not connected
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// As std's.
+    /// As std's: `NotConnected` without a peer.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.inner.get_ref().peer_addr()
     }
 
-    /// Bounds each receive. Expiry: `ErrorKind::TimedOut`.
+    /// Bounds how long each receive may wait; `None`, the default, waits
+    /// forever. A receive that times out fails with `io::ErrorKind::TimedOut`.
+    /// Not shared with [`try_clone`](UdpSocket::try_clone)d handles.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let s = goro::net::UdpSocket::bind("127.0.0.1:0")?;
+    /// s.set_read_timeout(Some(Duration::from_millis(2)))?;
+    /// let err = s.recv_from(&mut [0; 8]).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// `InvalidInput` for a zero duration, as std.
@@ -89,7 +201,18 @@ impl UdpSocket {
         self.inner.set_timeout(Dir::Read, d)
     }
 
-    /// Bounds each send. Expiry: `ErrorKind::TimedOut`.
+    /// Bounds how long each send may wait for room in the send buffer; `None`,
+    /// the default, waits forever. A send that times out fails with
+    /// `io::ErrorKind::TimedOut`. Not shared with
+    /// [`try_clone`](UdpSocket::try_clone)d handles.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let s = goro::net::UdpSocket::bind("127.0.0.1:0")?;
+    /// s.set_write_timeout(Some(Duration::from_secs(1)))?;
+    /// assert!(s.set_write_timeout(Some(Duration::ZERO)).is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// `InvalidInput` for a zero duration, as std.
@@ -97,7 +220,18 @@ impl UdpSocket {
         self.inner.set_timeout(Dir::Write, d)
     }
 
-    /// Another handle to the same socket (a duplicated descriptor).
+    /// Another handle to the same socket (a duplicated descriptor), for instance
+    /// to receive in one goroutine and send in another. The clone starts without
+    /// timeouts.
+    ///
+    /// ```
+    /// let s = goro::net::UdpSocket::bind("127.0.0.1:0")?;
+    /// let s2 = s.try_clone()?;
+    /// s2.send_to(b"self", s.local_addr()?)?;
+    /// let mut buf = [0; 8];
+    /// assert_eq!(s.recv_from(&mut buf)?.0, 4);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As std's `try_clone`.

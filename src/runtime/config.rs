@@ -3,16 +3,32 @@
 
 use std::fmt;
 
-/// Highest GOMAXPROCS accepted (Go's limit too).
+/// Highest GOMAXPROCS accepted (Go's limit until Go 1.10 removed it).
 pub(crate) const MAX_PROCS: usize = 1024;
 /// Default stack per G.
 pub(crate) const DEFAULT_STACK_SIZE: usize = 256 << 10;
 
-/// Configures the runtime before its first use.
+/// The runtime's settings, applied by [`Config::init`] before its first use.
+///
+/// The runtime starts lazily, with default settings, the first time goro needs it
+/// (the first `go!` or `spawn`, timer, socket, or runtime call); `init` must
+/// therefore come first, typically at the top of `main`.
+/// Settings not given keep their defaults: GOMAXPROCS from the `GOMAXPROCS`
+/// environment variable or the number of CPUs, 256 KiB stacks, no thread pinning.
 ///
 /// ```
-/// goro::runtime::Config::new().procs(2).stack_size(128 << 10).init().ok();
-/// assert!(goro::runtime::gomaxprocs() >= 1);
+/// use goro::runtime::Config;
+///
+/// Config::new()
+///     .procs(2)
+///     .stack_size(128 << 10)
+///     .init()
+///     .expect("init comes before any other use of goro");
+/// assert_eq!(goro::runtime::gomaxprocs(), 2);
+///
+/// // Too late now: the runtime runs, and its settings stay.
+/// assert!(Config::new().procs(4).init().is_err());
+/// assert_eq!(goro::runtime::gomaxprocs(), 2);
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Config {
@@ -21,8 +37,19 @@ pub struct Config {
     pin_threads: bool,
 }
 
-/// Returned by [`Config::init`] when the runtime was already running (it starts
-/// lazily on the first `go!`, `spawn` or runtime call).
+/// The error of [`Config::init`] when the runtime was already running.
+///
+/// The runtime starts lazily, with default settings that then stay, the first
+/// time goro needs it: the first `go!` or `spawn`, timer, socket, or call such as
+/// [`gomaxprocs`](super::gomaxprocs). (GOMAXPROCS can still be changed with
+/// [`set_gomaxprocs`](super::set_gomaxprocs).)
+///
+/// ```
+/// use goro::runtime::{AlreadyStarted, Config};
+///
+/// goro::go!(|| ()).join().unwrap(); // starts the runtime
+/// assert_eq!(Config::new().init(), Err(AlreadyStarted));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AlreadyStarted;
 
@@ -35,33 +62,74 @@ impl fmt::Display for AlreadyStarted {
 impl std::error::Error for AlreadyStarted {}
 
 impl Config {
-    /// Defaults: GOMAXPROCS from the environment or the number of CPUs, 256 KiB
-    /// stacks, no pinning.
+    /// The default settings: GOMAXPROCS from the environment or the number of
+    /// CPUs, 256 KiB stacks, no pinning. `Config::new().init()` starts the runtime
+    /// as its first use would.
+    ///
+    /// ```
+    /// goro::runtime::Config::new().init().unwrap();
+    /// assert!(goro::runtime::gomaxprocs() >= 1);
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// GOMAXPROCS: how many Ps (Gs running in parallel). Beats the `GOMAXPROCS`
-    /// environment variable. 0 means "the default"; values above 1024 are capped.
+    /// GOMAXPROCS: how many Ps, i.e. how many goroutines run in parallel. Takes
+    /// precedence over the `GOMAXPROCS` environment variable. 0 means "the
+    /// default"; values above 1024 are capped at 1024.
+    ///
+    /// ```
+    /// goro::runtime::Config::new().procs(1).init().unwrap();
+    /// assert_eq!(goro::runtime::gomaxprocs(), 1);
+    /// ```
     pub fn procs(mut self, n: usize) -> Self {
         self.procs = (n > 0).then_some(n);
         self
     }
 
-    /// Default stack size per G, rounded up to whole pages, at least 16 KiB.
-    /// Only touched pages use memory.
+    /// The stack size of goroutines that do not ask for one with
+    /// [`Builder::stack_size`](crate::Builder::stack_size), in bytes: rounded up
+    /// to whole pages and clamped to 16 KiB ..= 1 GiB. Only the pages a goroutine
+    /// touches use memory. Stacks do not grow (unlike Go's), so the size bounds
+    /// the deepest recursion; an overflow aborts the process with a message.
+    ///
+    /// ```
+    /// goro::runtime::Config::new().stack_size(64 << 10).init().unwrap();
+    /// assert_eq!(goro::go!(|| 1 + 1).join().unwrap(), 2);
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self
     }
 
-    /// Pins the M that holds P *i* to core *i* (modulo the number of cores).
+    /// Pins the M that holds P *i* to CPU core *i* (modulo the number of cores),
+    /// for cache locality on a machine the program has to itself. Off by default.
+    ///
+    /// ```
+    /// goro::runtime::Config::new().pin_threads(true).init().unwrap();
+    /// assert_eq!(goro::go!(|| "pinned").join().unwrap(), "pinned");
+    /// ```
     pub fn pin_threads(mut self, pin: bool) -> Self {
         self.pin_threads = pin;
         self
     }
 
-    /// Starts the runtime with this configuration.
+    /// Starts the runtime with these settings. Call it once, before anything else
+    /// uses goro; the runtime then lives as long as the process.
+    ///
+    /// ```
+    /// // At the top of main:
+    /// if let Err(e) = goro::runtime::Config::new().procs(2).init() {
+    ///     eprintln!("warning: {e}"); // some earlier code used goro already
+    /// }
+    /// assert_eq!(goro::runtime::gomaxprocs(), 2);
+    /// assert_eq!(goro::go!(|| 21 * 2).join().unwrap(), 42);
+    /// ```
+    ///
+    /// # Errors
+    /// [`AlreadyStarted`] if the runtime is already running (started by this
+    /// `Config` or by an earlier use, with its defaults); the settings are then
+    /// ignored.
     pub fn init(self) -> Result<(), AlreadyStarted> {
         if super::sched::start(self) {
             Ok(())

@@ -15,9 +15,18 @@
 use super::m::{current_g, current_m};
 
 /// Wires the calling goroutine to its current OS thread (Go's
-/// `runtime.LockOSThread`): until a matching [`unlock_os_thread`], it runs only on
-/// this thread, and this thread runs no other goroutine. Calls nest (a counter).
-/// On a plain OS thread it does nothing (the code already owns its thread).
+/// `runtime.LockOSThread`).
+///
+/// Until a matching [`unlock_os_thread`], the goroutine runs only on this thread,
+/// and this thread runs no other goroutine. Use it for code that relies on thread
+/// identity or thread-local state across parks (some C libraries, GUI toolkits,
+/// per-thread OS settings).
+///
+/// Calls nest: the goroutine stays wired until every `lock_os_thread` has been
+/// undone. When a wired goroutine parks, its thread sleeps and hands its P to
+/// another thread, so the other goroutines carry on. If the goroutine finishes
+/// while still wired, its thread exits with it, as in Go. On a plain OS thread
+/// this does nothing (the code owns its thread already).
 ///
 /// ```
 /// goro::go!(|| {
@@ -43,8 +52,28 @@ pub fn lock_os_thread() {
     }
 }
 
-/// Undoes one [`lock_os_thread`]; the last one lets the goroutine move between
-/// threads again. Without a matching lock it does nothing (as Go).
+/// Undoes one [`lock_os_thread`] (Go's `runtime.UnlockOSThread`).
+///
+/// Undoing the last one lets the goroutine move between threads again, and its
+/// thread run other goroutines. Without a matching lock it does nothing, as in
+/// Go; on a plain OS thread it does nothing either.
+///
+/// ```
+/// use goro::runtime::{lock_os_thread, unlock_os_thread};
+///
+/// goro::go!(|| {
+///     lock_os_thread();
+///     lock_os_thread(); // nested
+///     let home = std::thread::current().id();
+///     unlock_os_thread(); // still wired: one lock is left
+///     goro::time::sleep(std::time::Duration::from_millis(1));
+///     assert_eq!(std::thread::current().id(), home);
+///     unlock_os_thread(); // free to move again
+///     unlock_os_thread(); // unmatched: ignored
+/// })
+/// .join()
+/// .unwrap();
+/// ```
 pub fn unlock_os_thread() {
     let (Some(m), Some(g)) = (current_m(), current_g()) else {
         return;

@@ -11,7 +11,7 @@
 //! - **Thieves** (other Ms, each the owner of another P) read a victim's `head`,
 //!   `tail` and slots and advance the victim's `head` with a CAS; they may also take
 //!   the victim's `runnext` with a CAS.
-//! - Anyone may read [`RunQueue::len`] / [`RunQueue::is_empty`] as a hint.
+//! - Anyone may read [`RunQueue::ring_len`] / [`RunQueue::is_empty`] as a hint.
 //!
 //! # Orderings
 //! - The owner publishes a slot with `tail.store(Release)`; a thief reads `tail`

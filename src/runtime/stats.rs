@@ -8,8 +8,23 @@
 use super::sched::Sched;
 use std::sync::atomic::Ordering::Relaxed;
 
-/// A snapshot of the runtime's counters. All are monotonically increasing since
-/// start-up, except those marked as gauges.
+/// A snapshot of the runtime's counters, returned by [`stats`](super::stats()).
+///
+/// All counters increase monotonically from start-up, except those marked as
+/// gauges. The figures are sums over the Ps, read one after another without
+/// stopping them, so they may be a moment apart. The struct is
+/// `#[non_exhaustive]`: more counters may come, so build none yourself; read the
+/// fields, or print it with `{:?}`.
+///
+/// ```
+/// let before = goro::runtime::stats();
+/// let hs: Vec<_> = (0..100).map(|_| goro::go!(|| goro::yield_now())).collect();
+/// hs.into_iter().for_each(|h| h.join().unwrap());
+/// let after = goro::runtime::stats();
+/// assert!(after.spawned - before.spawned >= 100);
+/// assert!(after.completed - before.completed >= 100);
+/// assert!(after.context_switches > before.context_switches);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -41,7 +56,16 @@ pub struct Stats {
     pub procs: Vec<ProcStats>,
 }
 
-/// Per-P figures in [`Stats`].
+/// One P's figures, in [`Stats::procs`] (indexed by P id, one per P in use).
+/// `#[non_exhaustive]`, as [`Stats`].
+///
+/// ```
+/// goro::go!(|| ()).join().unwrap();
+/// let s = goro::runtime::stats();
+/// assert_eq!(s.procs.len(), goro::runtime::gomaxprocs());
+/// let rounds: u64 = s.procs.iter().map(|p| p.schedtick).sum();
+/// assert!(rounds >= 1); // some P ran the goroutine
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ProcStats {

@@ -12,7 +12,16 @@ use crate::runtime::waitq::WaitQueue;
 use std::fmt;
 use std::time::Duration;
 
-/// A condition variable for goroutines.
+/// A condition variable for goroutines (Go's `sync.Cond`), used with a goro
+/// [`Mutex`](super::Mutex): wait, under the mutex, until another goroutine changes
+/// a condition and notifies.
+///
+/// A waiter is queued before it releases the mutex, so a notification made under
+/// the mutex after that cannot be missed. There are no spurious wake-ups: a waiter
+/// wakes only when notified (or when its timeout expires). The condition should
+/// still be checked in a loop, since another goroutine may take the mutex first
+/// and change it again. Waiting parks the goroutine, or blocks the thread outside
+/// one.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -36,14 +45,43 @@ pub struct Condvar {
 }
 
 impl Condvar {
-    /// A condvar nobody waits on.
+    /// A condition variable nobody waits on. `const`, so it can initialise a
+    /// `static`.
+    ///
+    /// ```
+    /// static READY: goro::sync::Condvar = goro::sync::Condvar::new();
+    /// READY.notify_all(); // nobody waits: nothing happens
+    /// ```
     pub const fn new() -> Self {
         Condvar {
             waiters: Guarded::new(WaitQueue::new()),
         }
     }
 
-    /// Unlocks the mutex, waits for a notification, locks the mutex again.
+    /// Unlocks the mutex behind `guard`, waits for a notification, then locks the
+    /// mutex again and returns the new guard (Go's `Cond.Wait`). Waiters are
+    /// woken in the order they started waiting.
+    ///
+    /// ```
+    /// use goro::sync::{Condvar, Mutex};
+    /// use std::sync::Arc;
+    ///
+    /// let state = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
+    /// let s = state.clone();
+    /// let consumer = goro::go!(move || {
+    ///     let (items, cv) = &*s;
+    ///     let mut items = items.lock();
+    ///     while items.len() < 3 {
+    ///         items = cv.wait(items);
+    ///     }
+    ///     items.iter().sum::<i32>()
+    /// });
+    /// for i in 1..=3 {
+    ///     state.0.lock().push(i);
+    ///     state.1.notify_one();
+    /// }
+    /// assert_eq!(consumer.join().unwrap(), 6);
+    /// ```
     pub fn wait<'a, T: ?Sized>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
         let mutex = guard.mutex();
         let q = self.waiters.lock();
@@ -52,8 +90,18 @@ impl Condvar {
         mutex.lock()
     }
 
-    /// As [`Condvar::wait`], giving up after `timeout`. Returns the guard and
-    /// whether the wait timed out.
+    /// As [`Condvar::wait`], giving up after `timeout`. Returns the guard (the
+    /// mutex is locked again either way) and `true` if the wait timed out rather
+    /// than being notified.
+    ///
+    /// ```
+    /// use goro::sync::{Condvar, Mutex};
+    /// use std::time::Duration;
+    ///
+    /// let (m, cv) = (Mutex::new(false), Condvar::new());
+    /// let (guard, timed_out) = cv.wait_timeout(m.lock(), Duration::from_millis(1));
+    /// assert!(timed_out && !*guard);
+    /// ```
     pub fn wait_timeout<'a, T: ?Sized>(
         &self,
         guard: MutexGuard<'a, T>,
@@ -66,7 +114,27 @@ impl Condvar {
         (mutex.lock(), timed_out)
     }
 
-    /// Wakes one waiter, the longest-waiting one.
+    /// Wakes one waiter, the one that has waited longest (Go's `Cond.Signal`).
+    /// Does nothing if nobody waits: a notification is not remembered. Holding the
+    /// mutex while notifying is allowed but not required.
+    ///
+    /// ```
+    /// use goro::sync::{Condvar, Mutex};
+    /// use std::sync::Arc;
+    ///
+    /// let pair = Arc::new((Mutex::new(0), Condvar::new()));
+    /// let p = pair.clone();
+    /// let waiter = goro::go!(move || {
+    ///     let mut n = p.0.lock();
+    ///     while *n == 0 {
+    ///         n = p.1.wait(n);
+    ///     }
+    ///     *n
+    /// });
+    /// *pair.0.lock() = 5;
+    /// pair.1.notify_one();
+    /// assert_eq!(waiter.join().unwrap(), 5);
+    /// ```
     pub fn notify_one(&self) {
         let mut q = self.waiters.lock();
         let w = q.pop_claimed().map(|c| c.finish(true));
@@ -76,7 +144,30 @@ impl Condvar {
         }
     }
 
-    /// Wakes every waiter.
+    /// Wakes every goroutine and thread waiting now (Go's `Cond.Broadcast`); they
+    /// then take the mutex one at a time.
+    ///
+    /// ```
+    /// use goro::sync::{Condvar, Mutex};
+    /// use std::sync::Arc;
+    ///
+    /// let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    /// let waiters: Vec<_> = (0..3)
+    ///     .map(|i| {
+    ///         let g = gate.clone();
+    ///         goro::go!(move || {
+    ///             let mut open = g.0.lock();
+    ///             while !*open {
+    ///                 open = g.1.wait(open);
+    ///             }
+    ///             i
+    ///         })
+    ///     })
+    ///     .collect();
+    /// *gate.0.lock() = true;
+    /// gate.1.notify_all();
+    /// assert_eq!(waiters.into_iter().map(|h| h.join().unwrap()).sum::<i32>(), 3);
+    /// ```
     pub fn notify_all(&self) {
         let mut q = self.waiters.lock();
         let all = pop_all(&mut q, true);

@@ -37,8 +37,19 @@ const SPINS: u32 = 16;
 /// Most spin hints between two looks.
 const MAX_BACKOFF: u32 = 64;
 
-/// A mutual exclusion lock for goroutines. Blocked lockers park (from a plain thread:
-/// block) and queue first come, first served.
+/// A mutual exclusion lock for goroutines (Go's `sync.Mutex`), holding the data it
+/// protects, as std's `Mutex<T>`.
+///
+/// [`lock`](Mutex::lock) returns a [`MutexGuard`] that gives access to the data
+/// and unlocks when dropped. A goroutine that has to wait parks (a plain thread
+/// blocks); waiters queue first come, first served. As in Go, a running goroutine
+/// may take a just-released lock before the woken head waiter (which is good for
+/// throughput), but once the head has waited more than 1 ms the lock is handed to
+/// it directly, so nobody waits forever. There is no poisoning: a guard dropped by
+/// a panic simply unlocks. The lock is not reentrant: locking it again while
+/// holding it deadlocks, as in Go.
+///
+/// `Mutex::new` is `const`, so a `Mutex` can be a `static`.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -64,7 +75,22 @@ unsafe impl<T: ?Sized + Send> Send for Mutex<T> {}
 // SAFETY: as std's Mutex: sharing the mutex shares `&mut T` one holder at a time.
 unsafe impl<T: ?Sized + Send> Sync for Mutex<T> {}
 
-/// Access to a locked [`Mutex`]'s value; unlocks on drop.
+/// Access to a locked [`Mutex`]'s value, through `Deref` and `DerefMut`; dropping
+/// it unlocks the mutex.
+///
+/// Unlike std's guard, it is `Send`: a goroutine may hold it across a park and
+/// resume on another thread, and it may be unlocked by a goroutine other than
+/// the one that locked it (which Go allows too). [`Condvar::wait`](super::Condvar::wait)
+/// takes and returns one.
+///
+/// ```
+/// let m = goro::sync::Mutex::new(vec![1, 2]);
+/// let mut guard = m.lock();
+/// guard.push(3);
+/// assert_eq!(guard.len(), 3);
+/// drop(guard); // unlocks
+/// assert!(m.try_lock().is_some());
+/// ```
 pub struct MutexGuard<'a, T: ?Sized> {
     mutex: &'a Mutex<T>,
 }
@@ -73,7 +99,13 @@ pub struct MutexGuard<'a, T: ?Sized> {
 unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
 
 impl<T> Mutex<T> {
-    /// An unlocked mutex holding `value`.
+    /// An unlocked mutex holding `value`. `const`, so it can initialise a `static`.
+    ///
+    /// ```
+    /// static COUNTER: goro::sync::Mutex<u64> = goro::sync::Mutex::new(0);
+    /// goro::go!(|| *COUNTER.lock() += 1).join().unwrap();
+    /// assert_eq!(*COUNTER.lock(), 1);
+    /// ```
     pub const fn new(value: T) -> Self {
         Mutex {
             state: AtomicU32::new(0),
@@ -82,14 +114,37 @@ impl<T> Mutex<T> {
         }
     }
 
-    /// The value, consuming the mutex.
+    /// The value, consuming the mutex. No locking is needed: owning the mutex
+    /// proves nobody holds it.
+    ///
+    /// ```
+    /// let m = goro::sync::Mutex::new(String::from("data"));
+    /// m.lock().push('!');
+    /// assert_eq!(m.into_inner(), "data!");
+    /// ```
     pub fn into_inner(self) -> T {
         self.data.into_inner()
     }
 }
 
 impl<T: ?Sized> Mutex<T> {
-    /// Locks, parking the goroutine (or blocking the thread) while another holds it.
+    /// Locks the mutex and returns a guard that unlocks it when dropped. While
+    /// another holder has it, the caller waits: it spins briefly, then parks the
+    /// goroutine (or blocks the thread) in the FIFO wait queue.
+    ///
+    /// ```
+    /// use goro::sync::Mutex;
+    /// use std::sync::Arc;
+    ///
+    /// let m = Arc::new(Mutex::new(0));
+    /// let guard = m.lock();
+    /// let m2 = m.clone();
+    /// let h = goro::go!(move || *m2.lock() += 1); // parks until `guard` is dropped
+    /// assert_eq!(*guard, 0);
+    /// drop(guard);
+    /// h.join().unwrap();
+    /// assert_eq!(*m.lock(), 1);
+    /// ```
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
         // Fast path: one CAS from "free, nobody waiting".
@@ -104,12 +159,27 @@ impl<T: ?Sized> Mutex<T> {
         MutexGuard { mutex: self }
     }
 
-    /// Locks if the mutex is free right now.
+    /// Locks the mutex if it is free right now (Go's `TryLock`); never waits.
+    /// Returns `None` if someone holds it.
+    ///
+    /// ```
+    /// let m = goro::sync::Mutex::new(1);
+    /// let g = m.lock();
+    /// assert!(m.try_lock().is_none());
+    /// drop(g);
+    /// assert_eq!(*m.try_lock().unwrap(), 1);
+    /// ```
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         self.try_acquire().then(|| MutexGuard { mutex: self })
     }
 
     /// Mutable access without locking: `&mut self` proves nobody else holds it.
+    ///
+    /// ```
+    /// let mut m = goro::sync::Mutex::new(vec![1]);
+    /// m.get_mut().push(2);
+    /// assert_eq!(*m.lock(), [1, 2]);
+    /// ```
     pub fn get_mut(&mut self) -> &mut T {
         self.data.get_mut()
     }

@@ -15,7 +15,13 @@ struct State {
     waiters: WaitQueue<()>,
 }
 
-/// Runs a function once, however many goroutines call it.
+/// Runs a function once, however many goroutines call it (Go's `sync.Once`).
+///
+/// The first [`call_once`](Once::call_once) runs its function; callers that
+/// arrive while it runs wait for it to finish (parking, or blocking outside a
+/// goroutine); later calls return at once. A function that panics still counts as
+/// done, as in Go: the panic reaches its caller, and the `Once` is not retried.
+/// `Once::new` is `const`, so a `Once` can be a `static`.
 ///
 /// ```
 /// let once = goro::sync::Once::new();
@@ -31,7 +37,12 @@ pub struct Once {
 }
 
 impl Once {
-    /// A `Once` that has not run.
+    /// A `Once` that has not run. `const`, so it can initialise a `static`.
+    ///
+    /// ```
+    /// static INIT: goro::sync::Once = goro::sync::Once::new();
+    /// assert!(!INIT.is_completed());
+    /// ```
     pub const fn new() -> Self {
         Once {
             done: AtomicBool::new(false),
@@ -42,7 +53,28 @@ impl Once {
         }
     }
 
-    /// Runs `f` if no call has run it yet; otherwise waits until that run is over.
+    /// Runs `f` if no call has run a function yet (Go's `Once.Do`). If another
+    /// call's function is running, waits until it has finished; once it has,
+    /// returns at once without running `f`.
+    ///
+    /// ```
+    /// use goro::sync::Once;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// static ONCE: Once = Once::new();
+    /// static RUNS: AtomicU32 = AtomicU32::new(0);
+    /// let hs: Vec<_> = (0..8)
+    ///     .map(|_| goro::go!(|| ONCE.call_once(|| {
+    ///         RUNS.fetch_add(1, Ordering::SeqCst);
+    ///     })))
+    ///     .collect();
+    /// hs.into_iter().for_each(|h| h.join().unwrap());
+    /// assert_eq!(RUNS.load(Ordering::SeqCst), 1);
+    /// ```
+    ///
+    /// # Panics
+    /// If `f` panics, the panic propagates to this caller, and the `Once` counts
+    /// as completed: no later call runs a function.
     pub fn call_once<F: FnOnce()>(&self, f: F) {
         if self.is_completed() {
             return;
@@ -69,7 +101,14 @@ impl Once {
         }
     }
 
-    /// True once a call has finished (returned or panicked).
+    /// True once a call's function has finished, by returning or by panicking.
+    ///
+    /// ```
+    /// let once = goro::sync::Once::new();
+    /// let run = std::panic::AssertUnwindSafe(|| once.call_once(|| panic!("init failed")));
+    /// assert!(std::panic::catch_unwind(run).is_err());
+    /// assert!(once.is_completed()); // Go's rule: a panicking function counts as done
+    /// ```
     pub fn is_completed(&self) -> bool {
         self.done.load(Ordering::Acquire)
     }

@@ -23,7 +23,15 @@ struct State {
     writeq: WaitQueue<()>,
 }
 
-/// A reader-writer lock for goroutines.
+/// A reader-writer lock for goroutines (Go's `sync.RWMutex`), holding the data it
+/// protects, as std's `RwLock<T>`: any number of readers, or one writer.
+///
+/// Writers are not starved: once a writer waits, new readers queue behind it.
+/// When a writer unlocks, the readers that queued meanwhile all go first, then the
+/// next writer. Waiting goroutines park (threads block), and a woken waiter is
+/// handed the lock, so it never competes again. There is no poisoning, and the
+/// lock is not reentrant: a goroutine that takes `read` twice while a writer
+/// waits deadlocks, as in Go.
 ///
 /// ```
 /// let l = goro::sync::RwLock::new(vec![1]);
@@ -44,12 +52,33 @@ unsafe impl<T: ?Sized + Send> Send for RwLock<T> {}
 // SAFETY: as std's RwLock: readers share &T across threads, hence T: Sync.
 unsafe impl<T: ?Sized + Send + Sync> Sync for RwLock<T> {}
 
-/// Shared access; releases on drop.
+/// Shared access to an [`RwLock`]'s value, through `Deref`; made by
+/// [`RwLock::read`] and [`RwLock::try_read`]. Dropping it releases the read lock.
+///
+/// ```
+/// let l = goro::sync::RwLock::new(vec![1, 2, 3]);
+/// let guard = l.read();
+/// assert_eq!(guard.iter().sum::<i32>(), 6);
+/// assert!(l.try_write().is_none());
+/// drop(guard);
+/// assert!(l.try_write().is_some());
+/// ```
 pub struct RwLockReadGuard<'a, T: ?Sized> {
     lock: &'a RwLock<T>,
 }
 
-/// Exclusive access; releases on drop.
+/// Exclusive access to an [`RwLock`]'s value, through `Deref` and `DerefMut`;
+/// made by [`RwLock::write`] and [`RwLock::try_write`]. Dropping it releases the
+/// write lock.
+///
+/// ```
+/// let l = goro::sync::RwLock::new(vec![1]);
+/// let mut guard = l.write();
+/// guard.push(2);
+/// assert!(l.try_read().is_none());
+/// drop(guard);
+/// assert_eq!(*l.read(), [1, 2]);
+/// ```
 pub struct RwLockWriteGuard<'a, T: ?Sized> {
     lock: &'a RwLock<T>,
 }
@@ -60,7 +89,13 @@ unsafe impl<T: ?Sized + Sync> Sync for RwLockReadGuard<'_, T> {}
 unsafe impl<T: ?Sized + Sync> Sync for RwLockWriteGuard<'_, T> {}
 
 impl<T> RwLock<T> {
-    /// An unlocked lock holding `value`.
+    /// An unlocked lock holding `value`. `const`, so it can initialise a `static`.
+    ///
+    /// ```
+    /// static CONFIG: goro::sync::RwLock<Option<&str>> = goro::sync::RwLock::new(None);
+    /// *CONFIG.write() = Some("on");
+    /// assert_eq!(*CONFIG.read(), Some("on"));
+    /// ```
     pub const fn new(value: T) -> Self {
         RwLock {
             state: Guarded::new(State {
@@ -75,13 +110,32 @@ impl<T> RwLock<T> {
     }
 
     /// The value, consuming the lock.
+    ///
+    /// ```
+    /// let l = goro::sync::RwLock::new(5);
+    /// *l.write() += 1;
+    /// assert_eq!(l.into_inner(), 6);
+    /// ```
     pub fn into_inner(self) -> T {
         self.data.into_inner()
     }
 }
 
 impl<T: ?Sized> RwLock<T> {
-    /// Shared access, waiting while a writer holds or waits for the lock.
+    /// Shared access (Go's `RLock`): returns a guard that releases it when
+    /// dropped. Waits while a writer holds the lock or waits for it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let l = Arc::new(goro::sync::RwLock::new(String::from("shared")));
+    /// let readers: Vec<_> = (0..4)
+    ///     .map(|_| {
+    ///         let l = l.clone();
+    ///         goro::go!(move || l.read().len())
+    ///     })
+    ///     .collect();
+    /// assert!(readers.into_iter().all(|h| h.join().unwrap() == 6));
+    /// ```
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
         let mut st = self.state.lock();
         if !st.writer && st.waiting_writers == 0 {
@@ -93,7 +147,21 @@ impl<T: ?Sized> RwLock<T> {
         RwLockReadGuard { lock: self }
     }
 
-    /// Exclusive access, waiting for readers and other writers.
+    /// Exclusive access (Go's `Lock`): returns a guard that releases it when
+    /// dropped. Waits until current readers and writers are done; new readers
+    /// queue behind it meanwhile.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let l = Arc::new(goro::sync::RwLock::new(0));
+    /// let r = l.read();
+    /// let l2 = l.clone();
+    /// let writer = goro::go!(move || *l2.write() = 1); // waits for `r`
+    /// assert_eq!(*r, 0);
+    /// drop(r);
+    /// writer.join().unwrap();
+    /// assert_eq!(*l.read(), 1);
+    /// ```
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
         let mut st = self.state.lock();
         if !st.writer && st.readers == 0 {
@@ -106,7 +174,18 @@ impl<T: ?Sized> RwLock<T> {
         RwLockWriteGuard { lock: self }
     }
 
-    /// Shared access if available now.
+    /// Shared access if it is available now (Go's `TryRLock`); never waits.
+    /// `None` while a writer holds the lock or waits for it.
+    ///
+    /// ```
+    /// let l = goro::sync::RwLock::new(1);
+    /// let r = l.read();
+    /// assert!(l.try_read().is_some()); // readers share
+    /// drop(r);
+    /// let w = l.write();
+    /// assert!(l.try_read().is_none());
+    /// # drop(w);
+    /// ```
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
         let mut st = self.state.lock();
         if st.writer || st.waiting_writers > 0 {
@@ -116,7 +195,17 @@ impl<T: ?Sized> RwLock<T> {
         Some(RwLockReadGuard { lock: self })
     }
 
-    /// Exclusive access if available now.
+    /// Exclusive access if it is available now (Go's `TryLock`); never waits.
+    /// `None` while anyone holds the lock.
+    ///
+    /// ```
+    /// let l = goro::sync::RwLock::new(1);
+    /// let r = l.read();
+    /// assert!(l.try_write().is_none());
+    /// drop(r);
+    /// *l.try_write().unwrap() = 2;
+    /// assert_eq!(*l.read(), 2);
+    /// ```
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
         let mut st = self.state.lock();
         if st.writer || st.readers > 0 {
@@ -126,7 +215,13 @@ impl<T: ?Sized> RwLock<T> {
         Some(RwLockWriteGuard { lock: self })
     }
 
-    /// Mutable access without locking.
+    /// Mutable access without locking: `&mut self` proves nobody else holds it.
+    ///
+    /// ```
+    /// let mut l = goro::sync::RwLock::new(0);
+    /// *l.get_mut() = 3;
+    /// assert_eq!(*l.read(), 3);
+    /// ```
     pub fn get_mut(&mut self) -> &mut T {
         self.data.get_mut()
     }

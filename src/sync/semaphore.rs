@@ -13,7 +13,14 @@ struct State {
     waiters: WaitQueue<()>,
 }
 
-/// A counting semaphore for goroutines.
+/// A counting semaphore for goroutines: a pool of permits that bounds how many
+/// goroutines do something at once. Go code uses a buffered channel or
+/// `golang.org/x/sync/semaphore` (with weight 1) for this.
+///
+/// [`acquire`](Semaphore::acquire) returns a [`SemaphorePermit`] that gives the
+/// permit back when dropped. Waiters queue first come, first served, and a
+/// released permit is handed straight to the head waiter, so newcomers cannot
+/// overtake it. Waiting parks the goroutine, or blocks the thread outside one.
 ///
 /// ```
 /// let sem = goro::sync::Semaphore::new(2);
@@ -27,13 +34,47 @@ pub struct Semaphore {
     state: Guarded<State>,
 }
 
-/// One permit; released when dropped.
+/// A permit of a [`Semaphore`], made by [`Semaphore::acquire`] and
+/// [`Semaphore::try_acquire`]. Dropping it gives the permit back (to the
+/// longest-waiting goroutine, if any).
+///
+/// ```
+/// let sem = goro::sync::Semaphore::new(1);
+/// {
+///     let _permit = sem.acquire();
+///     assert_eq!(sem.available_permits(), 0);
+/// } // dropped here
+/// assert_eq!(sem.available_permits(), 1);
+/// ```
 pub struct SemaphorePermit<'a> {
     sem: &'a Semaphore,
 }
 
 impl Semaphore {
-    /// A semaphore with `permits` permits.
+    /// A semaphore with `permits` permits. `const`, so it can initialise a
+    /// `static`.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// // At most 2 of the 10 goroutines are inside at any time.
+    /// static LIMIT: goro::sync::Semaphore = goro::sync::Semaphore::new(2);
+    /// let inside = Arc::new(AtomicUsize::new(0));
+    /// let hs: Vec<_> = (0..10)
+    ///     .map(|_| {
+    ///         let inside = inside.clone();
+    ///         goro::go!(move || {
+    ///             let _permit = LIMIT.acquire();
+    ///             let n = inside.fetch_add(1, Ordering::SeqCst) + 1;
+    ///             goro::yield_now();
+    ///             inside.fetch_sub(1, Ordering::SeqCst);
+    ///             n
+    ///         })
+    ///     })
+    ///     .collect();
+    /// assert!(hs.into_iter().all(|h| h.join().unwrap() <= 2));
+    /// ```
     pub const fn new(permits: usize) -> Self {
         Semaphore {
             state: Guarded::new(State {
@@ -43,7 +84,20 @@ impl Semaphore {
         }
     }
 
-    /// Takes a permit, waiting for one if none is free.
+    /// Takes a permit, waiting (in FIFO order) for one if none is free. The permit
+    /// goes back when the returned [`SemaphorePermit`] is dropped.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let sem = Arc::new(goro::sync::Semaphore::new(1));
+    /// let permit = sem.acquire();
+    /// let s = sem.clone();
+    /// let h = goro::go!(move || drop(s.acquire())); // parks until `permit` is dropped
+    /// assert_eq!(sem.available_permits(), 0);
+    /// drop(permit);
+    /// h.join().unwrap();
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
     pub fn acquire(&self) -> SemaphorePermit<'_> {
         let mut st = self.state.lock();
         if st.permits > 0 && st.waiters.is_empty() {
@@ -55,7 +109,16 @@ impl Semaphore {
         SemaphorePermit { sem: self }
     }
 
-    /// Takes a permit if one is free now (and nobody queues ahead).
+    /// Takes a permit if one is free now and nobody is queued for one; never
+    /// waits.
+    ///
+    /// ```
+    /// let sem = goro::sync::Semaphore::new(1);
+    /// let p = sem.try_acquire().expect("one permit is free");
+    /// assert!(sem.try_acquire().is_none());
+    /// drop(p);
+    /// assert!(sem.try_acquire().is_some());
+    /// ```
     pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
         let mut st = self.state.lock();
         if st.permits > 0 && st.waiters.is_empty() {
@@ -65,7 +128,14 @@ impl Semaphore {
         None
     }
 
-    /// Free permits right now.
+    /// The number of free permits right now (a snapshot: it may change as soon as
+    /// it is read).
+    ///
+    /// ```
+    /// let sem = goro::sync::Semaphore::new(3);
+    /// let _a = sem.acquire();
+    /// assert_eq!(sem.available_permits(), 2);
+    /// ```
     pub fn available_permits(&self) -> usize {
         self.state.lock().permits
     }

@@ -15,16 +15,30 @@ struct State {
     waiters: WaitQueue<()>,
 }
 
-/// Waits for a set of goroutines.
+/// Waits for a set of goroutines to finish (Go's `sync.WaitGroup`).
+///
+/// [`add`](WaitGroup::add) raises a counter, [`done`](WaitGroup::done) lowers it,
+/// and [`wait`](WaitGroup::wait) waits until it is zero. Clones share one group,
+/// so each goroutine can own its clone; once the counter reaches zero the group
+/// can be used again. As in Go, call `add` before starting the goroutine, not in
+/// it, so that `wait` cannot see zero too early.
 ///
 /// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+///
 /// let wg = goro::sync::WaitGroup::new();
+/// let finished = Arc::new(AtomicUsize::new(0));
 /// for _ in 0..4 {
 ///     wg.add(1);
-///     let wg = wg.clone();
-///     goro::go!(move || wg.done());
+///     let (wg, finished) = (wg.clone(), finished.clone());
+///     goro::go!(move || {
+///         finished.fetch_add(1, Ordering::SeqCst);
+///         wg.done();
+///     });
 /// }
 /// wg.wait();
+/// assert_eq!(finished.load(Ordering::SeqCst), 4);
 /// ```
 #[derive(Clone)]
 pub struct WaitGroup {
@@ -32,7 +46,12 @@ pub struct WaitGroup {
 }
 
 impl WaitGroup {
-    /// A group with a zero counter.
+    /// A group with a zero counter: `wait` returns at once.
+    ///
+    /// ```
+    /// let wg = goro::sync::WaitGroup::new();
+    /// wg.wait(); // nothing to wait for
+    /// ```
     pub fn new() -> Self {
         WaitGroup {
             inner: Arc::new(Guarded::new(State {
@@ -42,16 +61,39 @@ impl WaitGroup {
         }
     }
 
-    /// Adds `n` to the counter.
+    /// Adds `n` to the counter (Go's `Add(n)` with `n >= 0`; to subtract, call
+    /// [`done`](WaitGroup::done)).
+    ///
+    /// ```
+    /// let wg = goro::sync::WaitGroup::new();
+    /// wg.add(3);
+    /// for _ in 0..3 {
+    ///     let wg = wg.clone();
+    ///     goro::go!(move || wg.done());
+    /// }
+    /// wg.wait();
+    /// ```
+    ///
+    /// # Panics
+    /// If the counter would overflow `usize`.
     pub fn add(&self, n: usize) {
         let mut st = self.inner.lock();
         st.count = st.count.checked_add(n).expect("sync: WaitGroup counter overflow");
     }
 
-    /// Subtracts one; at zero, releases every waiter.
+    /// Subtracts one from the counter (Go's `Done`); when it reaches zero, every
+    /// waiter is released. Never blocks.
+    ///
+    /// ```
+    /// let wg = goro::sync::WaitGroup::new();
+    /// wg.add(1);
+    /// wg.done();
+    /// wg.wait(); // the counter is zero again
+    /// ```
     ///
     /// # Panics
-    /// "sync: negative WaitGroup counter" if the counter is already zero (Go's rule).
+    /// With `sync: negative WaitGroup counter` if the counter is already zero, as
+    /// Go does.
     pub fn done(&self) {
         let mut st = self.inner.lock();
         if st.count == 0 {
@@ -66,7 +108,19 @@ impl WaitGroup {
         }
     }
 
-    /// Waits until the counter is zero.
+    /// Waits until the counter is zero (Go's `Wait`): parks the goroutine, or
+    /// blocks the thread outside one. Returns at once if it is zero already. Any
+    /// number of goroutines and threads may wait.
+    ///
+    /// ```
+    /// let wg = goro::sync::WaitGroup::new();
+    /// wg.add(1);
+    /// let w = wg.clone();
+    /// let waiter = goro::go!(move || w.wait()); // parks
+    /// assert!(!waiter.is_finished());
+    /// wg.done();
+    /// waiter.join().unwrap();
+    /// ```
     pub fn wait(&self) {
         let st = self.inner.lock();
         if st.count == 0 {

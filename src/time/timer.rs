@@ -154,12 +154,23 @@ impl Fire for Inner {
     }
 }
 
-/// A single event in the future: sends the time on its channel once (Go's
-/// `time.Timer`).
+/// A single event in the future (Go's `time.Timer`).
+///
+/// When it fires, the current `Instant` is sent on its channel,
+/// [`receiver`](Timer::receiver), once. A timer made by [`after_func`] runs a
+/// function instead.
+///
+/// A timer can be stopped and re-armed. Go 1.23's rules hold: after
+/// [`stop`](Timer::stop) or [`reset`](Timer::reset) returns, no value from the old
+/// deadline is received, even one sent before the call and not yet received. The
+/// channel has a buffer of one and never closes. Once the `Timer` and every clone
+/// of its receiver are dropped, the timer is dead and leaves the timer heap, fired
+/// or not (an [`after_func`] timer excepted: it runs regardless). `Timer` is `Send`
+/// and `Sync`; its methods take `&self`.
 ///
 /// ```
 /// use std::time::Duration;
-/// let t = goro::time::Timer::new(Duration::from_millis(10));
+/// let t = goro::time::Timer::new(Duration::from_millis(1));
 /// let fired_at = t.receiver().recv().unwrap();
 /// assert!(!t.stop(), "already fired and received");
 /// assert!(!t.reset(Duration::from_secs(3600)), "nothing was pending");
@@ -172,7 +183,17 @@ pub struct Timer {
 }
 
 impl Timer {
-    /// A timer that fires once after `d`. `Duration::MAX` never fires.
+    /// A timer that fires once, `d` from now (Go's `time.NewTimer`). A zero `d`
+    /// fires as soon as the scheduler checks its timers; a `d` too long to ever
+    /// expire (such as `Duration::MAX`) never fires.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let start = Instant::now();
+    /// let t = goro::time::Timer::new(Duration::from_millis(2));
+    /// let fired_at = t.receiver().recv().unwrap();
+    /// assert!(fired_at >= start + Duration::from_millis(2));
+    /// ```
     pub fn new(d: Duration) -> Timer {
         let (tx, rx) = chan::bounded_unclosable(1);
         let inner = Inner::new(Kind::Send(tx), 0);
@@ -180,22 +201,52 @@ impl Timer {
         Timer { inner, rx }
     }
 
-    /// The channel the time is sent on when the timer fires. It never closes.
+    /// The channel the time is sent on when the timer fires (Go's `Timer.C`). It
+    /// holds at most one value and never closes, so a `recv` on a stopped timer
+    /// waits forever: use it in a [`select!`](crate::select!) or with a timeout.
+    /// For an [`after_func`] timer it never receives anything.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let t = goro::time::Timer::new(Duration::from_millis(1));
+    /// let rx = t.receiver().clone(); // a clone can move into a goroutine
+    /// let h = goro::go!(move || rx.recv().is_ok());
+    /// assert!(h.join().unwrap());
+    /// ```
     pub fn receiver(&self) -> &Receiver<Instant> {
         &self.rx
     }
 
-    /// Stops the timer. Returns true if this stopped it (it had not fired, or its
-    /// value had not been received and is now discarded); false if it had already
-    /// fired and been received, or was stopped.
+    /// Stops the timer (Go's `Timer.Stop`). Returns `true` if this call stopped
+    /// it: it had not fired yet, or it had fired but its value had not been
+    /// received (the value is discarded). Returns `false` if its value was already
+    /// received or it was already stopped. For an [`after_func`] timer, `true`
+    /// means the function will not run (for this deadline).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let t = goro::time::Timer::new(Duration::from_secs(60));
+    /// assert!(t.stop());
+    /// assert!(!t.stop()); // already stopped
+    /// assert!(t.receiver().try_recv().is_err()); // and nothing will come
+    /// ```
     pub fn stop(&self) -> bool {
         let mut st = self.inner.lock();
         self.inner.disarm(&mut st)
     }
 
-    /// Re-arms the timer to fire after `d`, discarding a pending value. Returns what
-    /// [`Timer::stop`] would have. For an `after_func` timer, runs the function
-    /// again when it fires (Go's rule).
+    /// Re-arms the timer to fire `d` from now (Go's `Timer.Reset`), whether it was
+    /// pending, fired or stopped; a value from the old deadline that was not
+    /// received is discarded. Returns what [`Timer::stop`] would have returned.
+    /// For an [`after_func`] timer, the function runs again when the new deadline
+    /// comes, even if it already ran (Go's rule).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let t = goro::time::Timer::new(Duration::from_secs(60));
+    /// assert!(t.reset(Duration::from_millis(1))); // it was pending
+    /// assert!(t.receiver().recv().is_ok()); // fires after 1 ms, not 60 s
+    /// ```
     pub fn reset(&self, d: Duration) -> bool {
         let mut st = self.inner.lock();
         let was = self.inner.disarm(&mut st);
@@ -212,8 +263,14 @@ impl fmt::Debug for Timer {
     }
 }
 
-/// Sends the time every period (Go's `time.Ticker`). Slow receivers miss ticks
-/// rather than queue them. Dropping the ticker stops it.
+/// Sends the time on its channel every period (Go's `time.Ticker`).
+///
+/// Ticks stay on the grid `start + n × period`. The channel holds one tick: a
+/// receiver that falls behind misses ticks rather than finding them queued, and a
+/// late tick does not shift the later ones. After [`stop`](Ticker::stop) or
+/// [`reset`](Ticker::reset) returns no old tick is received (Go 1.23). Dropping
+/// the ticker stops it. The channel never closes. `Ticker` is `Send` and `Sync`;
+/// its methods take `&self`.
 ///
 /// ```
 /// use std::time::Duration;
@@ -229,30 +286,68 @@ pub struct Ticker {
 }
 
 impl Ticker {
-    /// A ticker with period `d`.
+    /// A ticker with period `d`, the first tick `d` from now (Go's
+    /// `time.NewTicker`).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let start = Instant::now();
+    /// let k = goro::time::Ticker::new(Duration::from_millis(1));
+    /// let t1 = k.receiver().recv().unwrap();
+    /// let t2 = k.receiver().recv().unwrap();
+    /// assert!(start < t1 && t1 < t2);
+    /// ```
     ///
     /// # Panics
-    /// If `d` is zero (Go: "non-positive interval for NewTicker").
+    /// If `d` is zero, as Go panics on a non-positive interval.
     pub fn new(d: Duration) -> Ticker {
         let (inner, rx) = new_ticker(d);
         Ticker { inner, rx }
     }
 
-    /// The channel ticks are sent on. It never closes.
+    /// The channel ticks are sent on (Go's `Ticker.C`). It holds at most one tick
+    /// and never closes.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let k = goro::time::Ticker::new(Duration::from_millis(1));
+    /// let ticks = k.receiver().iter().take(3).count();
+    /// assert_eq!(ticks, 3);
+    /// ```
     pub fn receiver(&self) -> &Receiver<Instant> {
         &self.rx
     }
 
-    /// Stops the ticker; no tick is received after this returns.
+    /// Stops the ticker (Go's `Ticker.Stop`): no tick is received after this
+    /// returns, not even one sent before and not yet received. [`reset`](Ticker::reset)
+    /// starts it again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let k = goro::time::Ticker::new(Duration::from_millis(1));
+    /// k.receiver().recv().unwrap();
+    /// k.stop();
+    /// let late = k.receiver().recv_timeout(Duration::from_millis(5));
+    /// assert!(late.is_err());
+    /// ```
     pub fn stop(&self) {
         let mut st = self.inner.lock();
         self.inner.disarm(&mut st);
     }
 
-    /// Restarts the ticker with period `d`, the next tick `d` from now.
+    /// Restarts the ticker, stopped or not, with period `d`, the next tick `d`
+    /// from now (Go's `Ticker.Reset`). A tick of the old schedule not yet
+    /// received is discarded.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let k = goro::time::Ticker::new(Duration::from_secs(60));
+    /// k.reset(Duration::from_millis(1));
+    /// assert!(k.receiver().recv_timeout(Duration::from_secs(10)).is_ok());
+    /// ```
     ///
     /// # Panics
-    /// If `d` is zero.
+    /// If `d` is zero; the ticker is then left as it was.
     pub fn reset(&self, d: Duration) {
         let period = period_ns(d); // panics before anything changes, as Go
         let mut st = self.inner.lock();
@@ -288,8 +383,12 @@ fn new_ticker(d: Duration) -> (Arc<Inner>, Receiver<Instant>) {
     (inner, rx)
 }
 
-/// A channel that receives the time once, after `d` (Go's `time.After`).
-/// `Duration::MAX` never fires.
+/// A channel that receives the time once, `d` from now (Go's `time.After`).
+///
+/// It is the usual timeout arm of a [`select!`](crate::select!). Once the receiver
+/// is dropped the timer is dead and leaves the timer heap, fired or not (Go 1.23).
+/// A `d` too long to ever expire (such as `Duration::MAX`) never fires. Use a
+/// [`Timer`] to be able to stop or re-arm it.
 ///
 /// ```
 /// use std::time::Duration;
@@ -304,23 +403,38 @@ pub fn after(d: Duration) -> Receiver<Instant> {
     Timer::new(d).rx
 }
 
-/// A channel that receives the time every `d` (Go's `time.Tick`). The ticker stops
-/// once every receiver is dropped.
+/// A channel that receives the time every `d` (Go's `time.Tick`).
+///
+/// It is a [`Ticker`] without the handle: the ticker stops once every receiver is
+/// dropped. A slow receiver misses ticks rather than queueing them.
+///
+/// ```
+/// use std::time::Duration;
+/// let ticks = goro::time::tick(Duration::from_millis(1));
+/// let h = goro::go!(move || ticks.iter().take(3).count());
+/// assert_eq!(h.join().unwrap(), 3); // the ticker stopped with its receiver
+/// ```
 ///
 /// # Panics
-/// If `d` is zero.
+/// If `d` is zero, as Go's `time.NewTicker` panics on a non-positive interval.
 pub fn tick(d: Duration) -> Receiver<Instant> {
     new_ticker(d).1
 }
 
-/// Runs `f` in a new goroutine after `d` (Go's `time.AfterFunc`). Dropping the
-/// returned timer does not cancel it; `stop` does; `reset` after it fired runs `f`
-/// again.
+/// Runs `f` in a new goroutine `d` from now (Go's `time.AfterFunc`), and returns
+/// the [`Timer`] that controls it.
+///
+/// [`Timer::stop`] cancels the call if it has not started (and returns `true`
+/// then); dropping the `Timer` does not. [`Timer::reset`] schedules `f` again, even
+/// after it ran, which is why `f` is `Fn`, not `FnOnce`. The timer's
+/// [`receiver`](Timer::receiver) never receives anything.
 ///
 /// ```
 /// use std::time::Duration;
 /// let (tx, rx) = goro::chan::bounded(1);
-/// let _t = goro::time::after_func(Duration::from_millis(1), move || { let _ = tx.try_send("ran"); });
+/// let _t = goro::time::after_func(Duration::from_millis(1), move || {
+///     let _ = tx.try_send("ran");
+/// });
 /// assert_eq!(rx.recv(), Ok("ran"));
 /// ```
 pub fn after_func<F>(d: Duration, f: F) -> Timer
