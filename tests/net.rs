@@ -259,3 +259,48 @@ fn writing_to_a_closed_peer_is_an_error_not_a_panic() {
     .unwrap();
     assert!(matches!(r, ErrorKind::BrokenPipe | ErrorKind::ConnectionReset), "{r:?}");
 }
+
+#[test]
+fn connect_timeout_gives_up_on_a_peer_that_never_answers() {
+    common::init_procs(2);
+    let _w = common::watchdog("connect timeout", Duration::from_secs(60));
+    // A listener with a zero backlog that never accepts: once its queue is
+    // full, the kernel drops further SYNs and those handshakes hang.
+    // SAFETY: plain socket calls on a socket this test owns; results checked.
+    let (fd, addr) = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        let mut sa: libc::sockaddr_in = std::mem::zeroed();
+        sa.sin_family = libc::AF_INET as libc::sa_family_t;
+        sa.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(libc::bind(fd, std::ptr::addr_of!(sa).cast(), len), 0);
+        assert_eq!(libc::listen(fd, 0), 0);
+        let mut len = len;
+        assert_eq!(libc::getsockname(fd, std::ptr::addr_of_mut!(sa).cast(), &mut len), 0);
+        let port = u16::from_be(sa.sin_port);
+        (fd, std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+    };
+    let outcome = go!(move || {
+        let mut held = Vec::new();
+        for _ in 0..16 {
+            let started = Instant::now();
+            match TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                Ok(s) => held.push(s),
+                Err(e) => return Some((e.kind(), started.elapsed(), held.len())),
+            }
+        }
+        None
+    })
+    .join()
+    .unwrap();
+    let (kind, waited, connected) = outcome.expect("every connect succeeded");
+    assert_eq!(kind, ErrorKind::TimedOut, "after {connected} connections");
+    assert!(waited >= Duration::from_millis(190), "gave up after {waited:?}");
+    assert_eq!(
+        TcpStream::connect_timeout(&addr, Duration::ZERO).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    // SAFETY: closing the fd made above, used by nothing else.
+    unsafe { libc::close(fd) };
+}

@@ -263,12 +263,39 @@ impl TcpStream {
     pub fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
         let mut last = None;
         for a in addr.to_socket_addrs()? {
-            match connect_one(&a) {
+            match connect_one(&a, None) {
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
         }
         Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no addresses to connect to")))
+    }
+
+    /// Connects to one address, giving up after `timeout` (like std's
+    /// `TcpStream::connect_timeout`). The goroutine parks while it waits.
+    ///
+    /// # Errors
+    ///
+    /// `TimedOut` when the handshake has not finished in time; otherwise as
+    /// [`connect`](TcpStream::connect). A zero timeout is `InvalidInput`, as in std.
+    ///
+    /// ```
+    /// use goro::net::{TcpListener, TcpStream};
+    /// use std::time::Duration;
+    ///
+    /// let l = TcpListener::bind("127.0.0.1:0")?;
+    /// let s = TcpStream::connect_timeout(&l.local_addr()?, Duration::from_secs(1))?;
+    /// assert_eq!(s.peer_addr()?, l.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn connect_timeout(addr: &SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+        if timeout.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cannot connect with a zero timeout",
+            ));
+        }
+        connect_one(addr, Some(std::time::Instant::now() + timeout))
     }
 
     /// Bounds how long each read (and [`peek`](TcpStream::peek)) may wait;
@@ -506,9 +533,9 @@ impl TcpStream {
     }
 }
 
-/// Non-blocking connect: start it, park until the socket is writable, then ask
-/// the kernel how it went.
-fn connect_one(addr: &SocketAddr) -> io::Result<TcpStream> {
+/// Non-blocking connect: start it, park until the socket is writable (or the
+/// deadline passes: `TimedOut`), then ask the kernel how it went.
+fn connect_one(addr: &SocketAddr, deadline: Option<std::time::Instant>) -> io::Result<TcpStream> {
     let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     // SAFETY: plain syscall; the result is checked before use.
     let fd = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
@@ -531,7 +558,6 @@ fn connect_one(addr: &SocketAddr) -> io::Result<TcpStream> {
     if err.raw_os_error() != Some(libc::EINPROGRESS) {
         return Err(err);
     }
-    let deadline = stream.inner.timeout(Dir::Write).map(|d| std::time::Instant::now() + d);
     let mut seen = seen;
     loop {
         stream.inner.wait(Dir::Write, seen, deadline)?;
