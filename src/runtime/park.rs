@@ -269,3 +269,24 @@ pub(crate) fn ready(g: GRef) {
     });
     wakep();
 }
+
+/// Readies a batch of parked Gs found together (by the network poller) at the
+/// tail of this M's P's queue, oldest first, as Go's `injectglist` does: none of
+/// them jumps the queue through `runnext`, so under load every connection waits
+/// its turn in FIFO order. One `wakep` for the whole batch.
+pub(crate) fn ready_batch(gs: impl Iterator<Item = GRef>) {
+    let mut any = false;
+    with_p(|p| {
+        for g in gs {
+            any = true;
+            g.cas_status(Status::Waiting, Status::Runnable);
+            match p {
+                Some(p) => p.runq_put(g, false),
+                None => sched().global.push(g),
+            }
+        }
+    });
+    if any {
+        wakep();
+    }
+}

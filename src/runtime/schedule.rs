@@ -368,7 +368,14 @@ fn ready_polled(s: &Sched, woken: Vec<Waiter>) -> bool {
         .netpoll_ready
         .fetch_add(woken.len() as u64, Ordering::Relaxed);
     let any = !woken.is_empty();
-    woken.into_iter().for_each(Waiter::wake);
+    let mut gs = Vec::with_capacity(woken.len());
+    for w in woken {
+        match w {
+            Waiter::G(g) => gs.push(g),
+            thread => thread.wake(),
+        }
+    }
+    super::park::ready_batch(gs.into_iter());
     any
 }
 
