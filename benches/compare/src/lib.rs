@@ -16,11 +16,16 @@
 //! [--port P]`): it prints `LISTENING <port>` instead of a BENCH line and serves
 //! until killed; the shared load generator `src/bin/echo_client.rs` measures it
 //! and prints the BENCH lines (workloads `tcp_echo_*`).
+//!
+//! The HTTP servers of the `http_echo` benchmark are binaries of their own
+//! (`http_tokio`, `http_may`), with their shared parts in [`http`].
 
 use std::hint::black_box;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::{Duration, Instant};
+
+pub mod http;
 
 /// What a workload returns: the value and its unit. Lower is better, except for
 /// rates (a unit ending in `/s`, e.g. `buffered`'s `msgs/s`), where higher is.
@@ -137,6 +142,17 @@ pub fn procs_from_env() -> usize {
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&p| p > 0)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Whether a Tokio binary runs a `current_thread` runtime (else `multi_thread`
+/// with `procs` workers): env `TOKIO_FLAVOR=current|multi`, else current_thread
+/// exactly at one P (one thread runs everything, as Go with GOMAXPROCS=1).
+pub fn tokio_current_thread(procs: usize) -> bool {
+    match std::env::var("TOKIO_FLAVOR").as_deref() {
+        Ok("current") => true,
+        Ok("multi") => false,
+        _ => procs == 1,
+    }
 }
 
 /// Prints the one result line, flushes, and exits the process at once (tasks

@@ -231,7 +231,12 @@ async fn run(o: &Opts) -> Result<(), String> {
         let s = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Err(format!("connect #{i} to {}:{}: {e}", o.host, o.port)),
-            Err(_) => return Err(format!("connect #{i} to {}:{}: no answer in {CONNECT_TIMEOUT:?}", o.host, o.port)),
+            Err(_) => {
+                return Err(format!(
+                    "connect #{i} to {}:{}: no answer in {CONNECT_TIMEOUT:?}",
+                    o.host, o.port
+                ))
+            }
         };
         s.set_nodelay(true).map_err(|e| format!("set_nodelay: {e}"))?;
         streams.push(s);

@@ -411,7 +411,10 @@ fn echo_server(port: u16) -> ! {
         }
     });
     if let Err(p) = accept.join() {
-        fail(&format!("echo_server: accept coroutine panicked: {}", panic_message(&*p)));
+        fail(&format!(
+            "echo_server: accept coroutine panicked: {}",
+            panic_message(&*p)
+        ));
     }
     fail("echo_server: accept loop ended")
 }

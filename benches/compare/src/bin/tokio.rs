@@ -47,11 +47,7 @@ fn main() {
     };
 
     let procs = procs_from_env();
-    let current = match std::env::var("TOKIO_FLAVOR").as_deref() {
-        Ok("current") => true,
-        Ok("multi") => false,
-        _ => procs == 1,
-    };
+    let current = tokio_current_thread(procs);
     let rt = if current {
         tokio::runtime::Builder::new_current_thread().enable_all().build()
     } else {
