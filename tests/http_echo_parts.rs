@@ -9,3 +9,103 @@ mod chunked;
 mod request;
 #[path = "../examples/http_echo/response.rs"]
 mod response;
+
+use proptest::prelude::*;
+
+/// Chunked wire format of `body`, cut into chunks of the given sizes (cycled).
+fn chunk_encode(body: &[u8], sizes: &[usize]) -> Vec<u8> {
+    let mut wire = Vec::new();
+    let mut rest = body;
+    let mut i = 0;
+    while !rest.is_empty() {
+        let n = sizes[i % sizes.len()].clamp(1, rest.len());
+        wire.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+        wire.extend_from_slice(&rest[..n]);
+        wire.extend_from_slice(b"\r\n");
+        rest = &rest[n..];
+        i += 1;
+    }
+    wire.extend_from_slice(b"0\r\n\r\n");
+    wire
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any bytes: the head parser answers `Ok` or a refusal, never panics, and
+    /// a refusal carries one of the statuses the server documents.
+    #[test]
+    fn head_parser_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
+        if let Err(e) = request::parse_head(&bytes) {
+            prop_assert!([400, 413, 417, 431, 501].contains(&e.status), "{e}");
+        }
+    }
+
+    /// A valid head survives being cut short: every prefix is "incomplete",
+    /// the whole is parsed with the right length and framing.
+    #[test]
+    fn valid_heads_parse_and_their_prefixes_are_incomplete(
+        path in "/[a-z0-9/]{0,40}",
+        len in 0usize..5000,
+        extra in prop::collection::vec(("[A-Za-z][A-Za-z0-9-]{0,15}", "[ -~]{0,40}"), 0..8),
+    ) {
+        let mut head = format!("POST {path} HTTP/1.1\r\nHost: x\r\n");
+        for (name, value) in &extra {
+            let lower = name.to_ascii_lowercase();
+            if ["content-length", "transfer-encoding", "connection", "expect"].contains(&lower.as_str()) {
+                continue;
+            }
+            head.push_str(&format!("{name}: {}\r\n", value.trim()));
+        }
+        head.push_str(&format!("Content-Length: {len}\r\n\r\n"));
+        let bytes = head.as_bytes();
+        for cut in 0..bytes.len() {
+            prop_assert_eq!(request::parse_head(&bytes[..cut]), Ok(None));
+        }
+        let parsed = request::parse_head(bytes).unwrap().unwrap();
+        prop_assert_eq!(parsed.len, bytes.len());
+        prop_assert_eq!(parsed.path, path);
+        let expected = if len == 0 { request::Body::None } else { request::Body::Length(len) };
+        prop_assert_eq!(parsed.body, expected);
+        prop_assert!(parsed.keep_alive);
+    }
+
+    /// Chunked decoding gives back the body whatever the chunk sizes and however
+    /// the wire is split across reads, and stops exactly at the body's end.
+    #[test]
+    fn chunked_round_trips_across_any_split(
+        body in prop::collection::vec(any::<u8>(), 0..3000),
+        sizes in prop::collection::vec(1usize..700, 1..6),
+        split in 1usize..64,
+        next in prop::collection::vec(any::<u8>(), 0..32),
+    ) {
+        let wire = chunk_encode(&body, &sizes);
+        let mut all = wire.clone();
+        all.extend_from_slice(&next);
+        let mut dec = chunked::Chunked::new();
+        let mut pending = Vec::new();
+        let mut consumed = 0;
+        for piece in all.chunks(split) {
+            pending.extend_from_slice(piece);
+            let used = dec.feed(&pending).unwrap();
+            pending.drain(..used);
+            consumed += used;
+            if dec.is_done() {
+                break;
+            }
+        }
+        prop_assert!(dec.is_done());
+        prop_assert_eq!(consumed, wire.len());
+        prop_assert_eq!(dec.into_body(), body);
+    }
+
+    /// Random bytes fed to the chunked decoder: a body, a refusal, or "more
+    /// please" — never a panic, never more output than input.
+    #[test]
+    fn chunked_decoder_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
+        let mut dec = chunked::Chunked::new();
+        if let Ok(used) = dec.feed(&bytes) {
+            prop_assert!(used <= bytes.len());
+        }
+    }
+}
