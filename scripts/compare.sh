@@ -260,12 +260,28 @@ stop_server() {
   SERVER_PID=""
 }
 
+# finish_server base: stops the server after a measured run. Sets SERVER_DIED
+# (why it had already exited, or "") and SERVER_ERRS (a summary of the
+# ECHO-ERROR lines it printed on stderr, or "").
+finish_server() {
+  local base=$1 alive=0 n
+  kill -0 "$SERVER_PID" 2>/dev/null && alive=1
+  stop_server
+  SERVER_DIED=""
+  [ "$alive" = 1 ] || SERVER_DIED="server died during the run: $(run_reason "$base.server.err" "$SERVER_RC")"
+  SERVER_ERRS=""
+  n=$(grep -c '^ECHO-ERROR' "$base.server.err" || true)
+  if [ "${n:-0}" -gt 0 ]; then
+    SERVER_ERRS="server reported $n connection error(s), first: $(grep -m1 '^ECHO-ERROR' "$base.server.err" | sed 's/^ECHO-ERROR //')"
+  fi
+}
+
 # start_server base regex cmd...: starts cmd in the background (SERVER_PID),
 # stdout and stderr in base.server.out/.err, and waits up to 10 s for a stdout
 # line matching the ERE regex; SERVER_ADDR = its first group. Returns 1 with the
 # reason in START_REASON (and the server stopped) if none comes.
 start_server() {
-  local base=$1 re=$2 i
+  local base=$1 re=$2 i alive=0
   shift 2
   # The files are created here: the background job may not have opened them yet.
   : >"$base.server.out"
@@ -279,11 +295,11 @@ start_server() {
     kill -0 "$SERVER_PID" 2>/dev/null || break
     sleep 0.05
   done
-  if kill -0 "$SERVER_PID" 2>/dev/null; then
-    stop_server
+  kill -0 "$SERVER_PID" 2>/dev/null && alive=1
+  stop_server
+  if [ "$alive" = 1 ]; then
     START_REASON="server printed no line matching '$re' within 10 s"
   else
-    stop_server
     START_REASON="server failed to start: $(run_reason "$base.server.err" "$SERVER_RC")"
   fi
   return 1
@@ -313,20 +329,8 @@ run_echo() {
   if timeout -k 10 "$TIMEOUT" "$ECHO_CLIENT" --port "$port" --impl "$impl" --procs "$P" \
     --conns "$ECHO_CONNS" --size "$ECHO_SIZE" --warmup "$ECHO_WARMUP" --secs "$secs" \
     --server-pid "$SERVER_PID" >"$base.out" 2>"$base.err"; then crc=0; else crc=$?; fi
-  if kill -0 "$SERVER_PID" 2>/dev/null; then
-    stop_server
-    SERVER_DIED=""
-  else
-    stop_server
-    SERVER_DIED="server died during the run: $(run_reason "$base.server.err" "$SERVER_RC")"
-  fi
-  # Errors the server reported on stderr (ECHO-ERROR lines), else nothing.
-  errs=$(grep -c '^ECHO-ERROR' "$base.server.err" || true)
-  if [ "${errs:-0}" -gt 0 ]; then
-    errs="server reported $errs connection error(s), first: $(grep -m1 '^ECHO-ERROR' "$base.server.err" | sed 's/^ECHO-ERROR //')"
-  else
-    errs=""
-  fi
+  finish_server "$base"
+  errs=$SERVER_ERRS
   line=$(grep -m1 '^BENCH workload=tcp_echo_msgs ' "$base.out" || true)
   if [ "$crc" = 0 ] && [ -n "$line" ] && [ -z "$SERVER_DIED" ]; then
     for m in "${ECHO_METRICS[@]}"; do

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The http_echo part of scripts/compare.sh (sourced by it; uses its variables
 # and helpers: RES, RESULTS, CMP, TGT, RUNS, IMPL_LIST, K, TIMED_OUT, log,
 # oneline, mark_unavailable, unavailable_reason, build_reason, run_reason,
@@ -129,19 +130,8 @@ run_http() {
   fi
   if HTTP_POST_SIZE=$HTTP_POST_SIZE timeout -k 5 $((secs + 30)) \
     wrk -t"$HTTP_THREADS" -c"$c" -d"${secs}s" --latency "${lua[@]}" "$url" >"$base.out" 2>"$base.err"; then rc=0; else rc=$?; fi
-  if kill -0 "$SERVER_PID" 2>/dev/null; then
-    stop_server
-    reason=""
-  else
-    stop_server
-    reason="server died during the run: $(run_reason "$base.server.err" "$SERVER_RC")"
-  fi
-  errs=$(grep -c '^ECHO-ERROR' "$base.server.err" || true)
-  if [ "${errs:-0}" -gt 0 ]; then
-    errs="server reported $errs connection error(s), first: $(grep -m1 '^ECHO-ERROR' "$base.server.err" | sed 's/^ECHO-ERROR //')"
-  else
-    errs=""
-  fi
+  finish_server "$base"
+  reason=$SERVER_DIED errs=$SERVER_ERRS
   if [ -z "$reason" ] && [ "$rc" = 0 ] && line=$(python3 scripts/wrk_parse.py "$base.out" 2>"$base.parse.err"); then
     local rps p50 p99 warn s v u
     IFS=$'\t' read -r rps p50 p99 warn <<<"$line"
