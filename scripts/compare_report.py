@@ -263,6 +263,25 @@ def best_peer_goal(label, rate, p99, rate_unit, p99_unit, p99_decimals):
     )
 
 
+def num(v, decimals):
+    """v with thousands separators and a fixed number of decimals."""
+    return f"{v:,.{decimals}f}"
+
+
+def p99_cells(q, best_q, digits):
+    """(median, "min–max", ratio to the best peer's median) of the p99 Cell q, as
+    table text; best_q is the best peer's p99 Cell or None."""
+    dash = "—"
+    if not q.values:
+        return "n/a", dash, dash
+    bp = best_q.median if best_q else None
+    return (
+        num(q.median, digits),
+        f"{num(min(q.values), digits)}–{num(max(q.values), digits)}",
+        f"{q.median / bp:.2f}×" if bp else dash,
+    )
+
+
 def esc(s):
     return s.replace("|", "\\|").replace("\n", " ")
 
@@ -379,9 +398,6 @@ def echo_section(rows, meta):
     def cell(metric, impl, p):
         return Cell([r for r in rows if r["workload"] == metric and r["impl"] == impl and r["procs"] == p])
 
-    def num(v, decimals):
-        return f"{v:,.{decimals}f}"
-
     out = [f"## tcp_echo: TCP echo, {size}-byte messages, {conns} connections, loopback", ""]
     goal_parts = []
     table = [
@@ -404,12 +420,7 @@ def echo_section(rows, meta):
             else:
                 med, lo, hi, vs = "n/a", dash, dash, dash
             p50s = num(q50.median, 0) if q50.values else dash
-            if q99.values:
-                p99s, p99r = num(q99.median, 0), f"{num(min(q99.values), 0)}–{num(max(q99.values), 0)}"
-                bp = p99[best].median if best else None
-                p99v = f"{q99.median / bp:.2f}×" if bp else dash
-            else:
-                p99s, p99r, p99v = "n/a", dash, dash
+            p99s, p99r, p99v = p99_cells(q99, p99[best] if best else None, 0)
             cpus = num(cpu.median, 2) if cpu.values else dash
             ccpus = f"{ccpu.median:.0f} %" if ccpu.values else dash
             table.append(
@@ -469,9 +480,6 @@ def http_section(rows, meta):
         w = f"http_{method}_{conns}_{metric}"
         return Cell([r for r in rows if r["workload"] == w and r["impl"] == impl and r["procs"] == p])
 
-    def num(v, decimals):
-        return f"{v:,.{decimals}f}"
-
     dash = "—"
     goal_parts = []
     table = [
@@ -498,13 +506,7 @@ def http_section(rows, meta):
                 else:
                     med, lo, hi, vs_go, vs_best = "n/a", dash, dash, dash, dash
                 q50 = num(p50[i].median, 2) if p50[i].values else dash
-                q = p99[i]
-                if q.values:
-                    q99, q99r = num(q.median, 2), f"{num(min(q.values), 2)}–{num(max(q.values), 2)}"
-                    bp = p99[best].median if best else None
-                    q99v = f"{q.median / bp:.2f}×" if bp else dash
-                else:
-                    q99, q99r, q99v = "n/a", dash, dash
+                q99, q99r, q99v = p99_cells(p99[i], p99[best] if best else None, 2)
                 table.append(
                     f"| {what} | {p} | {IMPL_NAMES.get(i, i)} | {med} | {lo} | {hi} | {vs_go} | {vs_best} | {q50} "
                     f"| {q99} | {q99r} | {q99v} | {esc(c.notes(p))} |"
