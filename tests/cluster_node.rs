@@ -140,16 +140,16 @@ fn assert_error(body: &Value, code: u64, in_reply_to: Value) {
     assert!(!text.is_empty(), "{body}");
 }
 
+/// The seed's expected answer to its `steal_job` sample, byte for byte.
+const SEED_JOB_STOLEN: &str = r#"{"src": "cluster", "dest": "client", "body": {"type": "job_stolen", "in_reply_to": 1, "thief": "w3", "victim": "w1", "job_id": "job2", "victim_queue_size": 2}}"#;
+
 #[test]
 fn seed_sample_steal_from_the_default_cluster() {
     let mut node = Node::start();
     node.send_line(
         r#"{"src":"client","dest":"cluster","body":{"type":"steal_job","msg_id":1,"thief_worker":"w3","busy_workers":["w1","w2"]}}"#,
     );
-    assert_eq!(
-        node.recv_line(),
-        r#"{"src": "cluster", "dest": "client", "body": {"type": "job_stolen", "in_reply_to": 1, "thief": "w3", "victim": "w1", "job_id": "job2", "victim_queue_size": 2}}"#
-    );
+    assert_eq!(node.recv_line(), SEED_JOB_STOLEN);
     assert!(node.finish().is_empty());
 }
 
@@ -171,10 +171,7 @@ fn seed_sample_pretty_printed_over_many_lines() {
 }
 "#;
     node.send_bytes(input.as_bytes());
-    assert_eq!(
-        node.recv_line(),
-        r#"{"src": "cluster", "dest": "client", "body": {"type": "job_stolen", "in_reply_to": 1, "thief": "w3", "victim": "w1", "job_id": "job2", "victim_queue_size": 2}}"#
-    );
+    assert_eq!(node.recv_line(), SEED_JOB_STOLEN);
     assert!(node.finish().is_empty());
 }
 
