@@ -50,6 +50,13 @@ impl Server {
         s
     }
 
+    /// A fresh connection still gets `GET /` answered.
+    fn assert_serves(&self) {
+        let mut r = BufReader::new(self.connect());
+        r.get_mut().write_all(get("/").as_bytes()).unwrap();
+        assert_eq!(read_reply(&mut r).status, 200, "the server no longer serves");
+    }
+
     /// Sends `raw` on a new connection and reads until the server closes it.
     fn exchange_until_close(&self, raw: &[u8]) -> String {
         let mut s = self.connect();
@@ -61,27 +68,14 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
-        let out = self.child.wait_with_output_ref();
+        let mut stderr = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut stderr);
+        }
+        let _ = self.child.wait();
         if !std::thread::panicking() {
-            assert!(!out.contains("panicked"), "the server panicked:\n{out}");
+            assert!(!stderr.contains("panicked"), "the server panicked:\n{stderr}");
         }
-    }
-}
-
-/// `Child::wait_with_output` takes the child by value; this reads stderr of a
-/// killed child in place.
-trait StderrOfKilled {
-    fn wait_with_output_ref(&mut self) -> String;
-}
-
-impl StderrOfKilled for Child {
-    fn wait_with_output_ref(&mut self) -> String {
-        let mut err = String::new();
-        if let Some(mut e) = self.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        let _ = self.wait();
-        err
     }
 }
 
@@ -263,9 +257,7 @@ fn refused_requests_get_their_status_and_the_connection_closes() {
         assert!(answer.contains("Connection: close\r\n"), "{shown:?}");
     }
     // The server still serves.
-    let mut r = BufReader::new(server.connect());
-    r.get_mut().write_all(get("/").as_bytes()).unwrap();
-    assert_eq!(read_reply(&mut r).status, 200);
+    server.assert_serves();
 }
 
 #[test]
@@ -462,9 +454,7 @@ fn a_client_that_resets_mid_request_harms_nobody() {
             .unwrap();
         let _ = s.shutdown(Shutdown::Both);
     }
-    let mut r = BufReader::new(server.connect());
-    r.get_mut().write_all(get("/").as_bytes()).unwrap();
-    assert_eq!(read_reply(&mut r).status, 200);
+    server.assert_serves();
 }
 
 /// Random bytes, mangled requests and oversized ones, each on its own
@@ -511,7 +501,5 @@ fn malformed_input_never_breaks_the_server() {
             Ok(())
         })
         .unwrap();
-    let mut r = BufReader::new(server.connect());
-    r.get_mut().write_all(get("/").as_bytes()).unwrap();
-    assert_eq!(read_reply(&mut r).status, 200);
+    server.assert_serves();
 }
