@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Runs the loom models of the concurrency core (src/runtime/loom_models.rs):
-# the run queue ring and runnext, and the worker parking protocol.
+# Runs the loom models (every `loom_*` test; see docs/GUARANTEES.md for the list):
+# the run queue ring and runnext, the worker parking protocol and retake handshake
+# (src/runtime/loom_models.rs), channels and select! (src/chan/loom_models.rs),
+# WaitGroup, Mutex, Once (src/sync/loom_models.rs), and poll descriptors
+# (src/netpoll/loom_models.rs). scripts/loom_mutants.py checks they catch bugs.
 # Usage: scripts/loom.sh [test-name-filter]   (LOOM_MAX_PREEMPTIONS defaults to 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."

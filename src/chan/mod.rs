@@ -50,6 +50,8 @@
 
 mod channel;
 mod error;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod select;
 
 use channel::Chan;

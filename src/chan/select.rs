@@ -38,8 +38,9 @@ pub struct Ctx {
 pub struct LockRef<'a>(&'a RawMutex);
 
 impl LockRef<'_> {
-    fn addr(self) -> usize {
-        self.0 as *const RawMutex as usize
+    /// Its place in the lock order.
+    fn order_key(self) -> usize {
+        self.0.order_key()
     }
 }
 
@@ -240,8 +241,8 @@ struct LockSet<'a> {
 impl<'a> LockSet<'a> {
     fn lock(cases: &[&'a dyn Case]) -> Self {
         let mut locks: Vec<LockRef<'a>> = cases.iter().map(|c| c.lock_ref()).collect();
-        locks.sort_by_key(|l| l.addr());
-        locks.dedup_by_key(|l| l.addr());
+        locks.sort_by_key(|l| l.order_key());
+        locks.dedup_by_key(|l| l.order_key());
         for l in &locks {
             l.0.lock();
         }
@@ -316,8 +317,16 @@ pub fn select_forever() -> ! {
     }
 }
 
+/// Under loom, source order: each execution of a model has to replay the same
+/// way, so the choice among ready cases must not depend on a random state.
+#[cfg(loom)]
+fn poll_order(n: usize) -> Vec<usize> {
+    (0..n).collect()
+}
+
 /// A random permutation of `0..n` (Fisher–Yates on a per-thread xorshift), so
 /// ready cases are chosen uniformly.
+#[cfg(not(loom))]
 fn poll_order(n: usize) -> Vec<usize> {
     thread_local! {
         static RNG: Cell<u64> = const { Cell::new(0) };

@@ -25,11 +25,12 @@
 use crate::runtime::g::WaitReason;
 use crate::runtime::m::current_g;
 use crate::runtime::park::Waiter;
+use crate::runtime::sync_prims::AtomicU64;
 use crate::runtime::waitq::{block, Sudog, WaitQueue};
 use crate::runtime::wake::ensure_poller;
 use crate::sync::guarded::{pop_all, Guarded};
 use std::io;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -71,18 +72,21 @@ impl PollDesc {
     /// A descriptor from the pool (or a new one), ready for a fresh socket.
     pub(crate) fn get() -> &'static PollDesc {
         let pooled = POOL.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let pd = pooled.unwrap_or_else(|| {
-            Box::leak(Box::new(PollDesc {
-                seq: AtomicU64::new(0),
-                gens: [AtomicU64::new(0), AtomicU64::new(0)],
-                waits: Guarded::new(Waits {
-                    queues: [WaitQueue::new(), WaitQueue::new()],
-                    closing: false,
-                }),
-            }))
-        });
+        let pd = pooled.unwrap_or_else(|| Box::leak(Box::new(PollDesc::new())));
         pd.waits.lock().closing = false;
         pd
+    }
+
+    /// A descriptor with no waiters and no readiness yet.
+    pub(crate) fn new() -> PollDesc {
+        PollDesc {
+            seq: AtomicU64::new(0),
+            gens: [AtomicU64::new(0), AtomicU64::new(0)],
+            waits: Guarded::new(Waits {
+                queues: [WaitQueue::new(), WaitQueue::new()],
+                closing: false,
+            }),
+        }
     }
 
     /// The epoll event data for this descriptor: address and sequence tag.
@@ -128,7 +132,7 @@ impl PollDesc {
         let sg = Sudog::new(None);
         w.queues[dir as usize].push(&sg);
         WAITERS.fetch_add(1, Ordering::SeqCst);
-        if current_g().is_none() {
+        if current_g().is_none() && !cfg!(loom) {
             ensure_poller();
         }
         let woken = block(&sg, w, WaitReason::IoWait, timeout, |sg| {
@@ -147,14 +151,28 @@ impl PollDesc {
     /// The socket is closing: wake every waiter with an error and retire the
     /// descriptor (its sequence changes, so in-flight events for it are ignored).
     pub(crate) fn close(&'static self) {
+        self.shut();
+        self.seq.fetch_add(1, Ordering::Relaxed);
+        POOL.lock().unwrap_or_else(|e| e.into_inner()).push(self);
+    }
+
+    /// Marks the descriptor closing and wakes every waiter with an error.
+    pub(super) fn shut(&self) {
         let mut w = self.waits.lock();
         w.closing = true;
         let mut woken = pop_all(&mut w.queues[0], false);
         woken.extend(pop_all(&mut w.queues[1], false));
         drop(w);
         woken.into_iter().for_each(Waiter::wake);
-        self.seq.fetch_add(1, Ordering::Relaxed);
-        POOL.lock().unwrap_or_else(|e| e.into_inner()).push(self);
+    }
+}
+
+/// For the loom models: nobody is queued in either direction.
+#[cfg(all(test, loom))]
+impl PollDesc {
+    pub(super) fn no_waiters(&self) -> bool {
+        let w = self.waits.lock();
+        w.queues.iter().all(|q| q.is_empty())
     }
 }
 

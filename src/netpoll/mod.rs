@@ -15,6 +15,8 @@
 
 mod desc;
 mod epoll;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod registered;
 
 pub(crate) use desc::{waiters, Dir};

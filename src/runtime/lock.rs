@@ -12,27 +12,41 @@
 //!
 //! Orderings: `lock` acquires (`Acquire` CAS/swap), `unlock` releases (`Release`
 //! swap); the protected data is touched only in between.
+//!
+//! Under loom the state word is loom's, there is no spinning, and the futex is
+//! loom's model of it (see `futex.rs`).
 
 use super::futex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use super::sync_prims::{const_unless_loom, AtomicU32, Ordering};
 
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
 const CONTENDED: u32 = 2;
-/// Looks at the lock this many times before going to sleep on the futex.
-const SPINS: u32 = 40;
+/// Looks at the lock this many times before going to sleep on the futex (none
+/// under loom, where each look would multiply the interleavings to explore).
+const SPINS: u32 = if cfg!(loom) { 0 } else { 40 };
 /// Most spin hints between two looks.
 const MAX_BACKOFF: u32 = 64;
 
 /// A raw futex mutex. See the module docs.
 pub(crate) struct RawMutex {
     state: AtomicU32,
+    /// Under loom, the lock order of `select!` (see [`RawMutex::order_key`]).
+    #[cfg(loom)]
+    created: u64,
 }
 
 impl RawMutex {
-    pub(crate) const fn new() -> Self {
-        RawMutex {
-            state: AtomicU32::new(UNLOCKED),
+    const_unless_loom! {
+        pub(crate) fn new() -> Self {
+            RawMutex {
+                state: AtomicU32::new(UNLOCKED),
+                #[cfg(loom)]
+                created: {
+                    static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                    CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                },
+            }
         }
     }
 
@@ -49,6 +63,7 @@ impl RawMutex {
     }
 
     #[cold]
+    #[cfg_attr(loom, allow(clippy::reversed_empty_ranges))] // no spinning under loom
     fn lock_contended(&self) {
         // Exponential backoff between looks: each look pulls the lock's cache line
         // away from the holder, whose unlock then has to fetch it back.
@@ -84,6 +99,20 @@ impl RawMutex {
         }
     }
 
+    /// Where the lock comes in the global lock order that `select!` follows to
+    /// take several at once: its address.
+    #[cfg(not(loom))]
+    pub(crate) fn order_key(&self) -> usize {
+        self as *const RawMutex as usize
+    }
+
+    /// Under loom, the lock's creation order, which every execution of a model
+    /// replays the same way (addresses do not).
+    #[cfg(loom)]
+    pub(crate) fn order_key(&self) -> usize {
+        self.created as usize
+    }
+
     /// Takes the lock and returns a guard that releases it on drop.
     pub(crate) fn guard(&self) -> RawGuard<'_> {
         self.lock();
@@ -102,7 +131,7 @@ impl Drop for RawGuard<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -1,5 +1,7 @@
-//! loom models of the concurrency core: the run queue ring, `runnext`, and the
-//! worker parking protocol (idle Ps, spinning Ms, the park note).
+//! loom models of the concurrency core: the run queue ring, `runnext`, the
+//! worker parking protocol (idle Ps, spinning Ms, the park note), the retake
+//! handshake, and the runtime lock on its futex. (Channels, `goro::sync` and the
+//! poll descriptors have their models next to their code.)
 //!
 //! Run with `scripts/loom.sh` (`RUSTFLAGS="--cfg loom" cargo test --lib --release
 //! loom_`). Under loom the ring has 4 slots, so overflow and wrap-around are
@@ -252,7 +254,8 @@ fn loom_retake_handshake_never_shares_the_p() {
             thread::spawn(move || {
                 let took = take(&state, held(), PState::new(None, PStatus::Idle), &depth, || true);
                 if took {
-                    // SAFETY (model): the handshake gave us the P.
+                    // SAFETY: the handshake gave us the P; loom checks this
+                    // access against the M's.
                     private.with_mut(|v| unsafe { *v += 1 });
                 }
                 took
@@ -262,7 +265,8 @@ fn loom_retake_handshake_never_shares_the_p() {
         let outer = enter(&depth);
         let kept = outer && still_held(&state, held());
         if kept {
-            // SAFETY (model): the P is still ours.
+            // SAFETY: the P is still ours; loom checks this access against
+            // the taker's.
             private.with_mut(|v| unsafe { *v += 1 });
         }
         leave(&depth); // back to user code: the P may be taken now
@@ -297,5 +301,29 @@ fn loom_retake_loses_to_the_ms_own_transition() {
         let end = PState(state.load(Ordering::Acquire)).status();
         assert!(!took, "the taker took a P its M had released");
         assert_eq!(end, PStatus::Idle);
+    });
+}
+
+/// The runtime lock (`RawMutex`) under contention from three threads, sleepers
+/// on its futex included: no update under it is lost, and every sleeper is woken.
+#[test]
+fn loom_raw_mutex_excludes_and_wakes_sleepers() {
+    use loom::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    loom::model(|| {
+        let m = Arc::new((super::lock::RawMutex::new(), AtomicUsize::new(0)));
+        let bump = |m: &(super::lock::RawMutex, AtomicUsize)| {
+            let _g = m.0.guard();
+            let v = m.1.load(Relaxed);
+            m.1.store(v + 1, Relaxed);
+        };
+        let ts: Vec<_> = (0..2)
+            .map(|_| {
+                let m = m.clone();
+                thread::spawn(move || bump(&m))
+            })
+            .collect();
+        bump(&m);
+        ts.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(m.1.load(Relaxed), 3);
     });
 }

@@ -9,99 +9,64 @@
 //! with `Acquire`: whatever the waker wrote before waking (an M's `nextp`, say) is
 //! visible to the sleeper after it returns.
 //!
-//! The normal build parks on a Linux futex; under loom the same protocol runs on
-//! loom's `Mutex` + `Condvar` so models can check it.
+//! It parks on a Linux futex; under loom, on loom's model of the futex (see
+//! `futex.rs`), so the models check this very code.
 
-#[cfg(not(loom))]
-pub(crate) use futex_note::Note;
-#[cfg(loom)]
-pub(crate) use loom_note::Note;
+use crate::runtime::futex;
+use crate::runtime::sync_prims::{const_unless_loom, AtomicU32, Ordering};
 
-#[cfg(not(loom))]
-mod futex_note {
-    use std::sync::atomic::{AtomicU32, Ordering};
+const EMPTY: u32 = 0;
+const NOTIFIED: u32 = 1;
 
-    const EMPTY: u32 = 0;
-    const NOTIFIED: u32 = 1;
+/// A one-shot wake-up flag; see the module docs.
+pub(crate) struct Note {
+    state: AtomicU32,
+}
 
-    /// A one-shot wake-up flag; see the module docs.
-    pub(crate) struct Note {
-        state: AtomicU32,
-    }
-
-    impl Note {
-        pub(crate) const fn new() -> Self {
+impl Note {
+    const_unless_loom! {
+        pub(crate) fn new() -> Self {
             Note {
                 state: AtomicU32::new(EMPTY),
             }
         }
-
-        /// Wakes the sleeper, or makes its next `sleep` return at once.
-        pub(crate) fn wake(&self) {
-            if self.state.swap(NOTIFIED, Ordering::Release) == EMPTY {
-                crate::runtime::futex::wake_one(&self.state);
-            }
-        }
-
-        /// Blocks until woken; consumes the wake-up.
-        pub(crate) fn sleep(&self) {
-            while self.state.swap(EMPTY, Ordering::Acquire) != NOTIFIED {
-                crate::runtime::futex::wait(&self.state, EMPTY, None);
-            }
-        }
-
-        /// Blocks until woken or `timeout` passed. Returns whether it was woken
-        /// (and consumed the wake-up).
-        pub(crate) fn sleep_timeout(&self, timeout: std::time::Duration) -> bool {
-            let deadline = std::time::Instant::now() + timeout;
-            loop {
-                if self.state.swap(EMPTY, Ordering::Acquire) == NOTIFIED {
-                    return true;
-                }
-                let left = deadline.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    return false;
-                }
-                crate::runtime::futex::wait(&self.state, EMPTY, Some(left));
-            }
-        }
-    }
-}
-
-#[cfg(loom)]
-mod loom_note {
-    use crate::runtime::sync_prims::{Condvar, Mutex};
-
-    /// A one-shot wake-up flag; see the module docs.
-    pub(crate) struct Note {
-        notified: Mutex<bool>,
-        cv: Condvar,
     }
 
-    impl Note {
-        pub(crate) fn new() -> Self {
-            Note {
-                notified: Mutex::new(false),
-                cv: Condvar::new(),
+    /// Wakes the sleeper, or makes its next `sleep` return at once.
+    pub(crate) fn wake(&self) {
+        if self.state.swap(NOTIFIED, Ordering::Release) == EMPTY {
+            futex::wake_one(&self.state);
+        }
+    }
+
+    /// Blocks until woken; consumes the wake-up.
+    pub(crate) fn sleep(&self) {
+        while self.state.swap(EMPTY, Ordering::Acquire) != NOTIFIED {
+            futex::wait(&self.state, EMPTY, None);
+        }
+    }
+
+    /// Under loom the timeout may always pass first, so it passes at once: the
+    /// sleep only consumes a pending wake-up (and time never steers the model).
+    #[cfg(loom)]
+    pub(crate) fn sleep_timeout(&self, _timeout: std::time::Duration) -> bool {
+        self.state.swap(EMPTY, Ordering::Acquire) == NOTIFIED
+    }
+
+    /// Blocks until woken or `timeout` passed. Returns whether it was woken
+    /// (and consumed the wake-up).
+    #[cfg(not(loom))]
+    pub(crate) fn sleep_timeout(&self, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if self.state.swap(EMPTY, Ordering::Acquire) == NOTIFIED {
+                return true;
             }
-        }
-
-        pub(crate) fn wake(&self) {
-            *self.notified.lock().unwrap() = true;
-            self.cv.notify_one();
-        }
-
-        pub(crate) fn sleep(&self) {
-            let mut n = self.notified.lock().unwrap();
-            while !*n {
-                n = self.cv.wait(n).unwrap();
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
             }
-            *n = false;
-        }
-
-        /// Models see no time: a timed sleep just consumes a pending wake-up.
-        pub(crate) fn sleep_timeout(&self, _timeout: std::time::Duration) -> bool {
-            std::mem::replace(&mut *self.notified.lock().unwrap(), false)
+            futex::wait(&self.state, EMPTY, Some(left));
         }
     }
 }

@@ -33,13 +33,14 @@ use super::g::{GRef, Status, Switch, Unlock, WaitReason};
 use super::m::current_g;
 use super::ownership::with_p;
 use super::sched::sched;
+#[cfg(loom)]
+use super::sync_prims::lot;
+use super::sync_prims::{AtomicBool, AtomicU32, Ordering};
 use super::timers::{add_timer, Action};
 use super::wake::wakep;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
-use std::thread::Thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// [`Claim`] value before anyone claimed it.
 pub(crate) const UNCLAIMED: u32 = u32::MAX;
@@ -92,7 +93,49 @@ const THREAD_TAG: usize = 1;
 /// A plain thread's side of a wait.
 pub(crate) struct ThreadWaiter {
     woken: AtomicBool,
-    thread: Thread,
+    #[cfg(not(loom))]
+    thread: std::thread::Thread,
+}
+
+impl ThreadWaiter {
+    fn new() -> ThreadWaiter {
+        ThreadWaiter {
+            woken: AtomicBool::new(false),
+            #[cfg(not(loom))]
+            thread: std::thread::current(),
+        }
+    }
+
+    fn is_woken(&self) -> bool {
+        self.woken.load(Ordering::Acquire)
+    }
+
+    /// Ends the wait. Release: what the waker wrote before waking is visible to
+    /// the woken thread, which reads the flag with Acquire.
+    #[cfg(not(loom))]
+    fn wake(&self) {
+        let thread = self.thread.clone();
+        self.woken.store(true, Ordering::Release);
+        thread.unpark();
+    }
+
+    /// Blocks until [`ThreadWaiter::wake`].
+    #[cfg(not(loom))]
+    fn sleep(&self) {
+        while !self.is_woken() {
+            std::thread::park();
+        }
+    }
+
+    #[cfg(loom)]
+    fn wake(&self) {
+        lot::notify(|| self.woken.store(true, Ordering::Release));
+    }
+
+    #[cfg(loom)]
+    fn sleep(&self) {
+        lot::wait_until(|| self.is_woken());
+    }
 }
 
 impl Waiter {
@@ -126,13 +169,7 @@ impl Waiter {
     pub(crate) fn wake(self) {
         match self {
             Waiter::G(g) => ready(g),
-            Waiter::Thread(t) => {
-                let thread = t.thread.clone();
-                // Release: what the waker wrote before waking is visible to the
-                // woken thread, which reads the flag with Acquire.
-                t.woken.store(true, Ordering::Release);
-                thread.unpark();
-            }
+            Waiter::Thread(t) => t.wake(),
         }
     }
 }
@@ -145,10 +182,7 @@ impl Parker {
     pub(crate) fn new() -> Parker {
         match current_g() {
             Some(g) => Parker(Waiter::G(g)),
-            None => Parker(Waiter::Thread(Arc::new(ThreadWaiter {
-                woken: AtomicBool::new(false),
-                thread: std::thread::current(),
-            }))),
+            None => Parker(Waiter::Thread(Arc::new(ThreadWaiter::new()))),
         }
     }
 
@@ -164,9 +198,7 @@ impl Parker {
             Waiter::G(g) => park_g(g, reason, unlock),
             Waiter::Thread(t) => {
                 drop(unlock);
-                while !t.woken.load(Ordering::Acquire) {
-                    std::thread::park();
-                }
+                t.sleep();
             }
         }
     }
@@ -199,23 +231,43 @@ impl Parker {
             }
             Waiter::Thread(t) => {
                 drop(unlock);
-                let deadline = Instant::now().checked_add(timeout);
-                while !t.woken.load(Ordering::Acquire) {
-                    match deadline {
-                        Some(d) if Instant::now() >= d => {
-                            if claim.try_claim(TIMED_OUT) {
-                                return;
-                            }
-                            // Someone else won: they will wake us; wait for it.
-                            std::thread::park();
-                        }
-                        Some(d) => std::thread::park_timeout(d - Instant::now()),
-                        None => std::thread::park(),
-                    }
-                }
+                park_thread_timeout(&t, claim, timeout);
             }
         }
     }
+}
+
+/// A plain thread's timed wait: sleeps until woken, or claims the wait as
+/// [`TIMED_OUT`] once `timeout` has passed (and if someone else won the claim
+/// meanwhile, sleeps on until that winner's wake-up).
+#[cfg(not(loom))]
+fn park_thread_timeout(t: &ThreadWaiter, claim: &Claim, timeout: Duration) {
+    let deadline = std::time::Instant::now().checked_add(timeout);
+    while !t.is_woken() {
+        match deadline {
+            Some(d) if std::time::Instant::now() >= d => {
+                if claim.try_claim(TIMED_OUT) {
+                    return;
+                }
+                // Someone else won: they will wake us; wait for it.
+                std::thread::park();
+            }
+            Some(d) => std::thread::park_timeout(d - std::time::Instant::now()),
+            None => std::thread::park(),
+        }
+    }
+}
+
+/// Under loom the deadline may pass at any moment, so it passes at once: the
+/// thread tries to claim [`TIMED_OUT`] right after releasing the record's lock,
+/// and the model explores every order of that claim against the wakers' (a waker
+/// that won first is waited for, as in the real thing).
+#[cfg(loom)]
+fn park_thread_timeout(t: &ThreadWaiter, claim: &Claim, _timeout: Duration) {
+    if !t.is_woken() && claim.try_claim(TIMED_OUT) {
+        return;
+    }
+    t.sleep();
 }
 
 /// Runs a closure when dropped: how a step is handed to the park protocol as its

@@ -8,6 +8,7 @@
 use super::guarded::{pop_all, wait_in, wait_in_timeout, Guarded};
 use super::mutex::MutexGuard;
 use crate::runtime::g::WaitReason;
+use crate::runtime::sync_prims::const_unless_loom;
 use crate::runtime::waitq::WaitQueue;
 use std::fmt;
 use std::time::Duration;
@@ -45,16 +46,18 @@ pub struct Condvar {
 }
 
 impl Condvar {
-    /// A condition variable nobody waits on. `const`, so it can initialise a
-    /// `static`.
-    ///
-    /// ```
-    /// static READY: goro::sync::Condvar = goro::sync::Condvar::new();
-    /// READY.notify_all(); // nobody waits: nothing happens
-    /// ```
-    pub const fn new() -> Self {
-        Condvar {
-            waiters: Guarded::new(WaitQueue::new()),
+    const_unless_loom! {
+        /// A condition variable nobody waits on. `const`, so it can initialise a
+        /// `static`.
+        ///
+        /// ```
+        /// static READY: goro::sync::Condvar = goro::sync::Condvar::new();
+        /// READY.notify_all(); // nobody waits: nothing happens
+        /// ```
+        pub fn new() -> Self {
+            Condvar {
+                waiters: Guarded::new(WaitQueue::new()),
+            }
         }
     }
 

@@ -10,6 +10,7 @@
 use crate::runtime::g::WaitReason;
 use crate::runtime::lock::{RawGuard, RawMutex};
 use crate::runtime::park::Waiter;
+use crate::runtime::sync_prims::const_unless_loom;
 use crate::runtime::waitq::{block, Sudog, WaitQueue};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
@@ -27,10 +28,12 @@ unsafe impl<S: Send> Send for Guarded<S> {}
 unsafe impl<S: Send> Sync for Guarded<S> {}
 
 impl<S> Guarded<S> {
-    pub(crate) const fn new(state: S) -> Self {
-        Guarded {
-            lock: RawMutex::new(),
-            state: UnsafeCell::new(state),
+    const_unless_loom! {
+        pub(crate) fn new(state: S) -> Self {
+            Guarded {
+                lock: RawMutex::new(),
+                state: UnsafeCell::new(state),
+            }
         }
     }
 

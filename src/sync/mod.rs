@@ -41,6 +41,8 @@
 
 mod condvar;
 pub(crate) mod guarded;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod mutex;
 mod once;
 mod rwlock;

@@ -21,19 +21,22 @@
 
 use super::guarded::{wait_in, Guarded};
 use crate::runtime::g::WaitReason;
+use crate::runtime::sync_prims::const_unless_loom;
+use crate::runtime::sync_prims::{AtomicU32, Ordering};
 use crate::runtime::waitq::WaitQueue;
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const LOCKED: u32 = 1;
 const WAITERS: u32 = 2;
 /// Hand the lock to a waiter that has waited this long (Go's starvation threshold).
-const STARVATION: Duration = Duration::from_millis(1);
-/// Looks before queueing (Go spins a few times on multicore machines).
-const SPINS: u32 = 16;
+#[cfg(not(loom))]
+const STARVATION: std::time::Duration = std::time::Duration::from_millis(1);
+/// Looks before queueing (Go spins a few times on multicore machines; none under
+/// loom, where each look would multiply the interleavings to explore).
+const SPINS: u32 = if cfg!(loom) { 0 } else { 16 };
 /// Most spin hints between two looks.
 const MAX_BACKOFF: u32 = 64;
 
@@ -99,18 +102,20 @@ pub struct MutexGuard<'a, T: ?Sized> {
 unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
 
 impl<T> Mutex<T> {
-    /// An unlocked mutex holding `value`. `const`, so it can initialise a `static`.
-    ///
-    /// ```
-    /// static COUNTER: goro::sync::Mutex<u64> = goro::sync::Mutex::new(0);
-    /// goro::go!(|| *COUNTER.lock() += 1).join().unwrap();
-    /// assert_eq!(*COUNTER.lock(), 1);
-    /// ```
-    pub const fn new(value: T) -> Self {
-        Mutex {
-            state: AtomicU32::new(0),
-            waiters: Guarded::new(WaitQueue::new()),
-            data: UnsafeCell::new(value),
+    const_unless_loom! {
+        /// An unlocked mutex holding `value`. `const`, so it can initialise a `static`.
+        ///
+        /// ```
+        /// static COUNTER: goro::sync::Mutex<u64> = goro::sync::Mutex::new(0);
+        /// goro::go!(|| *COUNTER.lock() += 1).join().unwrap();
+        /// assert_eq!(*COUNTER.lock(), 1);
+        /// ```
+        pub fn new(value: T) -> Self {
+            Mutex {
+                state: AtomicU32::new(0),
+                waiters: Guarded::new(WaitQueue::new()),
+                data: UnsafeCell::new(value),
+            }
         }
     }
 
@@ -195,6 +200,7 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     #[cold]
+    #[cfg_attr(loom, allow(clippy::reversed_empty_ranges))] // no spinning under loom
     fn lock_slow(&self) {
         crate::runtime::preempt::check();
         // Spin with exponential backoff between looks, so the spinner does not keep
@@ -251,7 +257,7 @@ impl<T: ?Sized> Mutex<T> {
         if q.is_empty() {
             self.state.fetch_and(!WAITERS, Ordering::Relaxed);
         }
-        let starving = head.peek(|arrived| arrived.is_some_and(|t| t.elapsed() >= STARVATION));
+        let starving = head.peek(|arrived| arrived.is_some_and(|&t| starving(t)));
         if !starving {
             self.state.fetch_and(!LOCKED, Ordering::Release);
         }
@@ -260,6 +266,25 @@ impl<T: ?Sized> Mutex<T> {
         waiter.wake();
     }
 }
+
+/// Whether a waiter queued since `arrived` has waited long enough to be handed
+/// the lock (starvation mode).
+#[cfg(not(loom))]
+fn starving(arrived: Instant) -> bool {
+    arrived.elapsed() >= STARVATION
+}
+
+/// Under loom the clock must not steer the model (each execution has to replay
+/// the same way), so the model picks the mode: see [`LOOM_HAND_OVER`].
+#[cfg(loom)]
+fn starving(_arrived: Instant) -> bool {
+    LOOM_HAND_OVER.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Under loom: whether every unlock with a waiter hands the lock over (starvation
+/// mode) or lets the woken waiter compete (normal mode). Set by the model.
+#[cfg(loom)]
+pub(crate) static LOOM_HAND_OVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 impl<T: Default> Default for Mutex<T> {
     fn default() -> Self {

@@ -5,10 +5,11 @@
 
 use super::guarded::{pop_all, wait_in, Guarded};
 use crate::runtime::g::WaitReason;
+use crate::runtime::sync_prims::const_unless_loom;
+use crate::runtime::sync_prims::{AtomicBool, Ordering};
 use crate::runtime::waitq::WaitQueue;
 use std::fmt;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 struct State {
     running: bool,
@@ -37,19 +38,21 @@ pub struct Once {
 }
 
 impl Once {
-    /// A `Once` that has not run. `const`, so it can initialise a `static`.
-    ///
-    /// ```
-    /// static INIT: goro::sync::Once = goro::sync::Once::new();
-    /// assert!(!INIT.is_completed());
-    /// ```
-    pub const fn new() -> Self {
-        Once {
-            done: AtomicBool::new(false),
-            state: Guarded::new(State {
-                running: false,
-                waiters: WaitQueue::new(),
-            }),
+    const_unless_loom! {
+        /// A `Once` that has not run. `const`, so it can initialise a `static`.
+        ///
+        /// ```
+        /// static INIT: goro::sync::Once = goro::sync::Once::new();
+        /// assert!(!INIT.is_completed());
+        /// ```
+        pub fn new() -> Self {
+            Once {
+                done: AtomicBool::new(false),
+                state: Guarded::new(State {
+                    running: false,
+                    waiters: WaitQueue::new(),
+                }),
+            }
         }
     }
 

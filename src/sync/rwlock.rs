@@ -10,6 +10,7 @@
 
 use super::guarded::{pop_all, wait_in, Guarded};
 use crate::runtime::g::WaitReason;
+use crate::runtime::sync_prims::const_unless_loom;
 use crate::runtime::waitq::WaitQueue;
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -89,23 +90,25 @@ unsafe impl<T: ?Sized + Sync> Sync for RwLockReadGuard<'_, T> {}
 unsafe impl<T: ?Sized + Sync> Sync for RwLockWriteGuard<'_, T> {}
 
 impl<T> RwLock<T> {
-    /// An unlocked lock holding `value`. `const`, so it can initialise a `static`.
-    ///
-    /// ```
-    /// static CONFIG: goro::sync::RwLock<Option<&str>> = goro::sync::RwLock::new(None);
-    /// *CONFIG.write() = Some("on");
-    /// assert_eq!(*CONFIG.read(), Some("on"));
-    /// ```
-    pub const fn new(value: T) -> Self {
-        RwLock {
-            state: Guarded::new(State {
-                readers: 0,
-                writer: false,
-                waiting_writers: 0,
-                readq: WaitQueue::new(),
-                writeq: WaitQueue::new(),
-            }),
-            data: UnsafeCell::new(value),
+    const_unless_loom! {
+        /// An unlocked lock holding `value`. `const`, so it can initialise a `static`.
+        ///
+        /// ```
+        /// static CONFIG: goro::sync::RwLock<Option<&str>> = goro::sync::RwLock::new(None);
+        /// *CONFIG.write() = Some("on");
+        /// assert_eq!(*CONFIG.read(), Some("on"));
+        /// ```
+        pub fn new(value: T) -> Self {
+            RwLock {
+                state: Guarded::new(State {
+                    readers: 0,
+                    writer: false,
+                    waiting_writers: 0,
+                    readq: WaitQueue::new(),
+                    writeq: WaitQueue::new(),
+                }),
+                data: UnsafeCell::new(value),
+            }
         }
     }
 

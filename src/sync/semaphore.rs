@@ -5,6 +5,7 @@
 
 use super::guarded::{wait_in, Guarded};
 use crate::runtime::g::WaitReason;
+use crate::runtime::sync_prims::const_unless_loom;
 use crate::runtime::waitq::WaitQueue;
 use std::fmt;
 
@@ -51,36 +52,38 @@ pub struct SemaphorePermit<'a> {
 }
 
 impl Semaphore {
-    /// A semaphore with `permits` permits. `const`, so it can initialise a
-    /// `static`.
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use std::sync::Arc;
-    ///
-    /// // At most 2 of the 10 goroutines are inside at any time.
-    /// static LIMIT: goro::sync::Semaphore = goro::sync::Semaphore::new(2);
-    /// let inside = Arc::new(AtomicUsize::new(0));
-    /// let hs: Vec<_> = (0..10)
-    ///     .map(|_| {
-    ///         let inside = inside.clone();
-    ///         goro::go!(move || {
-    ///             let _permit = LIMIT.acquire();
-    ///             let n = inside.fetch_add(1, Ordering::SeqCst) + 1;
-    ///             goro::yield_now();
-    ///             inside.fetch_sub(1, Ordering::SeqCst);
-    ///             n
-    ///         })
-    ///     })
-    ///     .collect();
-    /// assert!(hs.into_iter().all(|h| h.join().unwrap() <= 2));
-    /// ```
-    pub const fn new(permits: usize) -> Self {
-        Semaphore {
-            state: Guarded::new(State {
-                permits,
-                waiters: WaitQueue::new(),
-            }),
+    const_unless_loom! {
+        /// A semaphore with `permits` permits. `const`, so it can initialise a
+        /// `static`.
+        ///
+        /// ```
+        /// use std::sync::atomic::{AtomicUsize, Ordering};
+        /// use std::sync::Arc;
+        ///
+        /// // At most 2 of the 10 goroutines are inside at any time.
+        /// static LIMIT: goro::sync::Semaphore = goro::sync::Semaphore::new(2);
+        /// let inside = Arc::new(AtomicUsize::new(0));
+        /// let hs: Vec<_> = (0..10)
+        ///     .map(|_| {
+        ///         let inside = inside.clone();
+        ///         goro::go!(move || {
+        ///             let _permit = LIMIT.acquire();
+        ///             let n = inside.fetch_add(1, Ordering::SeqCst) + 1;
+        ///             goro::yield_now();
+        ///             inside.fetch_sub(1, Ordering::SeqCst);
+        ///             n
+        ///         })
+        ///     })
+        ///     .collect();
+        /// assert!(hs.into_iter().all(|h| h.join().unwrap() <= 2));
+        /// ```
+        pub fn new(permits: usize) -> Self {
+            Semaphore {
+                state: Guarded::new(State {
+                    permits,
+                    waiters: WaitQueue::new(),
+                }),
+            }
         }
     }
 

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Seeds known bugs into the code the loom models check, one at a time, and runs
+the models that should catch each: every mutant must make `scripts/loom.sh` fail
+(a deadlock, a failed assertion, a causality violation). A mutant that survives
+means a model has gone blind. Restores every file, even when interrupted.
+
+Usage: scripts/loom_mutants.py [name-substring ...]   (a few minutes: one loom
+build per mutant). Exits 1 if any mutant survives.
+"""
+import os
+import subprocess
+import sys
+
+# (what the bug is, file, original text, mutated text, model filter)
+MUTANTS = [
+    ("chan close skips waking", "src/chan/channel.rs", "        for w in wake {\n            w.wake();\n        }", "        for w in wake {\n            drop(w);\n        }", "loom_chan_close"),
+    ("rawmutex unlock skips futex wake", "src/runtime/lock.rs", "            futex::wake_one(&self.state);", "            // no wake", "loom_raw"),
+    ("rawmutex unlock relaxed", "src/runtime/lock.rs", "self.state.swap(UNLOCKED, Ordering::Release)", "self.state.swap(UNLOCKED, Ordering::Relaxed)", "loom_raw"),
+    ("netpoll wait skips gen recheck", "src/netpoll/desc.rs", "        if self.gen(dir) != seen {\n            return Ok(());\n        }", "", "loom_netpoll_readiness"),
+    ("netpoll notify skips wake", "src/netpoll/desc.rs", "        woken.extend(pop_all(&mut w.queues[dir as usize], true));", "        let _ = &mut w;", "loom_netpoll_readiness"),
+    ("netpoll shut skips wake", "src/netpoll/desc.rs", "        woken.into_iter().for_each(Waiter::wake);\n    }", "        drop(woken);\n    }", "loom_netpoll_close"),
+    ("mutex slow path skips recheck", "src/sync/mutex.rs", "            self.state.fetch_or(WAITERS, Ordering::Relaxed);\n            // Re-check with WAITERS set: an unlock that came before will not look\n            // at the queue, so we must not sleep through it.\n            if self.try_acquire() {\n                return;\n            }", "            self.state.fetch_or(WAITERS, Ordering::Relaxed);", "loom_mutex"),
+    ("mutex unlock relaxed", "src/sync/mutex.rs", ".compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)", ".compare_exchange(LOCKED, 0, Ordering::Relaxed, Ordering::Relaxed)", "loom_mutex"),
+    ("waitgroup done never wakes", "src/sync/waitgroup.rs", "            all.into_iter().for_each(|w| w.wake());", "            drop(all);", "loom_waitgroup"),
+    ("select leaves losers queued", "src/chan/select.rs", "            unsafe { c.unregister() };", "            let _ = c;", "loom_select_takes"),
+    ("once: done stored before running", "src/sync/once.rs", "        st.running = true;\n        drop(st);", "        st.running = true;\n        self.done.store(true, Ordering::Release);\n        drop(st);", "loom_once"),
+    ("note wake skips futex", "src/runtime/note.rs", "            futex::wake_one(&self.state);", "            // none", "loom_global"),
+]
+
+
+def run(name, path, original, mutated, models):
+    src = open(path).read()
+    assert src.count(original) == 1, f"{name}: the original text is not in {path} exactly once"
+    open(path, "w").write(src.replace(original, mutated))
+    try:
+        r = subprocess.run(["timeout", "600", "scripts/loom.sh", models], capture_output=True, text=True)
+    finally:
+        open(path, "w").write(src)
+    out = r.stdout + r.stderr
+    why = next((w for w in ("deadlock", "assert", "Causality") if w in out), f"exit {r.returncode}")
+    caught = r.returncode != 0
+    print(f"{'caught' if caught else 'SURVIVED'}: {name}" + (f" ({why})" if caught else ""), flush=True)
+    return caught
+
+
+def main():
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    only = sys.argv[1:]
+    chosen = [m for m in MUTANTS if not only or any(o in m[0] for o in only)]
+    survivors = [m[0] for m in chosen if not run(*m)]
+    if survivors:
+        print(f"{len(survivors)} mutant(s) survived: {survivors}")
+        sys.exit(1)
+    print(f"all {len(chosen)} mutants caught")
+
+
+if __name__ == "__main__":
+    main()

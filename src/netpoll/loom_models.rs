@@ -1,0 +1,88 @@
+//! loom models of the poll descriptor (`desc.rs`): readiness against parking.
+//!
+//! A loom atomic stands in for the socket's kernel state ("data waiting"); the
+//! poller thread sets it and then runs the real `notify`, as an edge-triggered
+//! epoll event follows the data. The reader runs the real I/O-loop protocol: read
+//! the generation, try the "syscall", and on "would block" `wait` with the
+//! generation it saw. A readiness edge lost between the failed attempt and the
+//! park would leave the reader asleep forever: a deadlock loom reports.
+
+use super::desc::{closed_error, Dir, PollDesc};
+use crate::runtime::park::Waiter;
+use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use loom::sync::Arc;
+use loom::thread;
+use std::io;
+use std::time::Duration;
+
+/// The I/O loop of `registered.rs` on a model socket: returns once data is seen,
+/// or with the wait's error.
+fn read_loop(pd: &PollDesc, data: &AtomicBool, timeout: Option<Duration>) -> io::Result<()> {
+    loop {
+        let seen = pd.gen(Dir::Read);
+        if data.load(SeqCst) {
+            return Ok(());
+        }
+        pd.wait(Dir::Read, seen, timeout)?;
+    }
+}
+
+/// The poller's side of one edge: the data lands, then the event is handled.
+fn deliver(pd: &PollDesc, data: &AtomicBool) {
+    data.store(true, SeqCst);
+    let mut woken = Vec::new();
+    pd.notify(Dir::Read, &mut woken);
+    woken.into_iter().for_each(Waiter::wake);
+}
+
+/// Data arriving at any point of the reader's attempt-then-park is never missed.
+#[test]
+fn loom_netpoll_readiness_vs_park_no_lost_edge() {
+    loom::model(|| {
+        let pd = Arc::new(PollDesc::new());
+        let data = Arc::new(AtomicBool::new(false));
+        let poller = {
+            let (pd, data) = (pd.clone(), data.clone());
+            thread::spawn(move || deliver(&pd, &data))
+        };
+        read_loop(&pd, &data, None).unwrap();
+        poller.join().unwrap();
+    });
+}
+
+/// A close racing a parked (or parking) reader wakes it with the closed error;
+/// a reader that saw the data first succeeds.
+#[test]
+fn loom_netpoll_close_wakes_the_reader() {
+    loom::model(|| {
+        let pd = Arc::new(PollDesc::new());
+        let data = Arc::new(AtomicBool::new(false));
+        let closer = {
+            let pd = pd.clone();
+            thread::spawn(move || pd.shut())
+        };
+        let err = read_loop(&pd, &data, None).unwrap_err();
+        assert_eq!(err.kind(), closed_error().kind());
+        closer.join().unwrap();
+    });
+}
+
+/// A deadline racing the edge: the reader either sees the data or times out,
+/// and a timed-out reader leaves no sudog behind for the poller to find.
+#[test]
+fn loom_netpoll_timeout_vs_edge_leaves_no_waiter() {
+    loom::model(|| {
+        let pd = Arc::new(PollDesc::new());
+        let data = Arc::new(AtomicBool::new(false));
+        let poller = {
+            let (pd, data) = (pd.clone(), data.clone());
+            thread::spawn(move || deliver(&pd, &data))
+        };
+        match read_loop(&pd, &data, Some(Duration::from_secs(1))) {
+            Ok(()) => {}
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::TimedOut),
+        }
+        poller.join().unwrap();
+        assert!(pd.no_waiters(), "a timed-out reader left its sudog queued");
+    });
+}
