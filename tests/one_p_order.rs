@@ -130,13 +130,18 @@ fn global_queue_is_not_starved_by_a_runnext_ping_pong() {
 fn timers_fire_in_deadline_order() {
     common::init_procs(1);
     let order = Arc::new(Mutex::new(Vec::new()));
+    // Deadlines are fixed before any G runs, so a loaded machine that delays
+    // some Gs' starts cannot reorder them (only a stall longer than a whole
+    // deadline could).
+    let start = std::time::Instant::now();
     // Spawned in reverse so that spawn order and deadline order disagree.
     let hs: Vec<_> = (0..10u64)
         .rev()
         .map(|i| {
             let order = order.clone();
+            let deadline = start + Duration::from_millis(20 + 10 * i);
             go!(move || {
-                goro::time::sleep(Duration::from_millis(5 + 3 * i));
+                goro::time::sleep(deadline.saturating_duration_since(std::time::Instant::now()));
                 order.lock().unwrap().push(i);
             })
         })
