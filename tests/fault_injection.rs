@@ -12,7 +12,6 @@ mod common;
 use goro::chan::SendTimeoutError;
 use goro::sync::Mutex;
 use std::io::{ErrorKind, Read};
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -167,22 +166,7 @@ fn a_peer_reset_wakes_the_parked_reader_with_an_error() {
     // Most likely parked by now; if not, the read finds the reset pending and
     // the outcome is the same.
     goro::time::sleep(Duration::from_millis(10));
-    // SO_LINGER with a zero timeout: close sends RST instead of FIN.
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: a valid socket fd and a correctly sized `linger` value.
-    let rc = unsafe {
-        libc::setsockopt(
-            client.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(rc, 0);
+    common::reset_on_close(&client);
     drop(client);
     let err = reader.join().unwrap().expect_err("a reset is an error");
     assert_eq!(err.kind(), ErrorKind::ConnectionReset);

@@ -164,26 +164,6 @@ fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
-/// Sends RST instead of FIN when `s` is dropped (SO_LINGER with a zero timeout).
-fn reset_on_close(s: &TcpStream) {
-    use std::os::fd::AsRawFd;
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: a valid socket fd and a correctly sized `linger` value.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(rc, 0);
-}
-
 /// Connections to one listener, one goroutine per side, ended each way in turn.
 fn tcp_endings(conns: usize) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -240,7 +220,7 @@ fn tcp_endings(conns: usize) {
                     0 => s.read_exact(&mut b).unwrap(),
                     2 => {
                         s.read_exact(&mut b).unwrap();
-                        reset_on_close(&s);
+                        common::reset_on_close(&s);
                     }
                     3 => {
                         // Silent until the server gives up and closes.

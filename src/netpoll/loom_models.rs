@@ -35,28 +35,33 @@ fn deliver(pd: &PollDesc, data: &AtomicBool) {
     woken.into_iter().for_each(Waiter::wake);
 }
 
+/// A fresh descriptor and its model socket, with no data yet.
+fn socket() -> (Arc<PollDesc>, Arc<AtomicBool>) {
+    (Arc::new(PollDesc::new()), Arc::new(AtomicBool::new(false)))
+}
+
+/// The poller thread delivering one edge on `pd`.
+fn spawn_poller(pd: &Arc<PollDesc>, data: &Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    let (pd, data) = (pd.clone(), data.clone());
+    thread::spawn(move || deliver(&pd, &data))
+}
+
 /// Data arriving at any point of the reader's attempt-then-park is never missed.
 #[test]
 fn loom_netpoll_readiness_vs_park_no_lost_edge() {
     loom::model(|| {
-        let pd = Arc::new(PollDesc::new());
-        let data = Arc::new(AtomicBool::new(false));
-        let poller = {
-            let (pd, data) = (pd.clone(), data.clone());
-            thread::spawn(move || deliver(&pd, &data))
-        };
+        let (pd, data) = socket();
+        let poller = spawn_poller(&pd, &data);
         read_loop(&pd, &data, None).unwrap();
         poller.join().unwrap();
     });
 }
 
-/// A close racing a parked (or parking) reader wakes it with the closed error;
-/// a reader that saw the data first succeeds.
+/// A close racing a parked (or parking) reader wakes it with the closed error.
 #[test]
 fn loom_netpoll_close_wakes_the_reader() {
     loom::model(|| {
-        let pd = Arc::new(PollDesc::new());
-        let data = Arc::new(AtomicBool::new(false));
+        let (pd, data) = socket();
         let closer = {
             let pd = pd.clone();
             thread::spawn(move || pd.shut())
@@ -72,12 +77,8 @@ fn loom_netpoll_close_wakes_the_reader() {
 #[test]
 fn loom_netpoll_timeout_vs_edge_leaves_no_waiter() {
     loom::model(|| {
-        let pd = Arc::new(PollDesc::new());
-        let data = Arc::new(AtomicBool::new(false));
-        let poller = {
-            let (pd, data) = (pd.clone(), data.clone());
-            thread::spawn(move || deliver(&pd, &data))
-        };
+        let (pd, data) = socket();
+        let poller = spawn_poller(&pd, &data);
         match read_loop(&pd, &data, Some(Duration::from_secs(1))) {
             Ok(()) => {}
             Err(e) => assert_eq!(e.kind(), io::ErrorKind::TimedOut),

@@ -1,6 +1,6 @@
 //! Shared test helpers: a watchdog for tests that would hang on a lost wake-up,
-//! running this test binary again as a child process, and starting the runtime with
-//! a given GOMAXPROCS.
+//! running this test binary again as a child process, starting the runtime with
+//! a given GOMAXPROCS, and making a socket reset its connection when closed.
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::process::{Command, Output};
@@ -105,4 +105,23 @@ fn newer_than(path: &std::path::Path, time: std::time::SystemTime) -> Option<std
     } else {
         (meta.modified().ok()? > time).then(|| path.to_path_buf())
     }
+}
+
+/// Sends RST instead of FIN when `s` is dropped (SO_LINGER with a zero timeout).
+pub fn reset_on_close(s: &impl std::os::fd::AsRawFd) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket fd and a correctly sized `linger` value.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
 }
