@@ -19,6 +19,8 @@ use std::time::Duration;
 
 /// Token of the eventfd in the epoll set.
 const WAKE_TOKEN: u64 = u64::MAX;
+/// Events one poll takes at most (see "Taking small batches" in docs/DESIGN.md).
+const EVENTS_PER_POLL: usize = 32;
 
 pub(crate) struct Poller {
     epfd: OwnedFd,
@@ -87,7 +89,7 @@ impl Poller {
     /// way, so an M can take a P before readying them onto it). Returns early when
     /// [`Poller::wake`] is called.
     pub(crate) fn poll(&self, timeout: Option<Duration>, woken: &mut Vec<Waiter>) {
-        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 128];
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_POLL];
         let n = self.wait(&mut events, timeout);
         for ev in &events[..n] {
             let token = ev.u64;

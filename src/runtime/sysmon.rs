@@ -20,6 +20,9 @@
 //! blocking call wakes it from a long sleep so the hand-off is not 10 ms late.
 //! When every P is idle there is nothing to watch: it sleeps until an M takes a P
 //! ([`Sysmon::p_acquired`]), waking only to retire idle Ms (Go's "deep sleep").
+//! It then goes on at the pace it had: a workload whose Ps all idle between
+//! bursts (HTTP at 64 connections) otherwise restarted the 20 µs pace at every
+//! burst, 6.7k sysmon wake-ups in 4.5 s instead of 0.5k.
 //! Deep sleep and P acquisition pair through `SeqCst`: sysmon sets `deep` then
 //! re-reads `npidle`; an M takes a P off the idle list (`npidle` RMW), fences, then
 //! reads `deep`. One of them sees the other.
@@ -154,7 +157,6 @@ fn run(s: &'static Sched) -> ! {
             sleep = sleep.min(Duration::from_nanos(next_trace.saturating_sub(s.nanotime())));
         }
         if trace_ns == 0 && deep_sleep(s) {
-            idle_looks = 0;
             continue;
         }
         let long = sleep >= LONG_SLEEP;
