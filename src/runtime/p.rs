@@ -118,8 +118,12 @@ pub(crate) struct Local {
     /// first of them started (ns); see `find_runnable`'s slice check.
     pub(crate) inherited: u32,
     pub(crate) inherited_since: u64,
-    /// Scheduling rounds since this P last polled the network.
-    pub(crate) rounds_since_netpoll: u32,
+    /// Scheduling rounds since this P's last periodic look around (network
+    /// poll and stalled Ps; see `find_runnable`).
+    pub(crate) rounds_since_look: u32,
+    /// Each P's `context_switches` as this P saw it at its last look, indexed by
+    /// P id (`schedule::steal_from_stalled`).
+    pub(crate) seen_switches: Vec<u64>,
 }
 
 pub(crate) struct P {
@@ -159,7 +163,8 @@ impl P {
                 goid_end: 0,
                 inherited: 0,
                 inherited_since: 0,
-                rounds_since_netpoll: 0,
+                rounds_since_look: 0,
+                seen_switches: Vec::new(),
             }),
         }
     }

@@ -200,8 +200,8 @@ impl<T> RunQueue<T> {
     }
 
     /// Owner of `self` only. Steals the oldest half of `victim`'s ring into this
-    /// (empty) queue and returns one of the stolen items to run now, plus how many
-    /// were taken. With `steal_runnext`, an empty ring makes it take the victim's
+    /// queue, which must be at most half full, and returns one of the stolen items
+    /// to run now, plus how many were taken. With `steal_runnext`, an empty ring makes it take the victim's
     /// `runnext` instead, if `before_runnext` agrees: the runtime pauses there so
     /// a running owner gets the chance to run its own `runnext` first, and says no
     /// if the owner made progress meanwhile.
@@ -369,6 +369,39 @@ mod tests {
         assert_eq!(rest, vec![0, 1, 2, 3]);
         assert_eq!(victim.ring_len(), 5);
         assert_eq!(val(victim.pop().unwrap().0), 5);
+    }
+
+    /// A thief whose ring is half full (the stalled-P rescue) keeps its own items
+    /// ahead of the stolen ones, and a full victim's half still fits.
+    #[test]
+    fn a_half_full_thief_appends_a_full_victims_half() {
+        let victim = RunQueue::new();
+        let thief = RunQueue::new();
+        let half = RING_CAP as usize / 2;
+        let it = items(RING_CAP as usize + half - 1);
+        let (mine, theirs) = it.split_at(half - 1);
+        for &i in mine {
+            thief.push(i, false, no_spill);
+        }
+        for &i in theirs {
+            victim.push(i, false, no_spill);
+        }
+        let (g, n) = thief
+            .steal_into(&victim, true, || panic!("the ring was not empty"))
+            .unwrap();
+        assert_eq!(n as usize, half);
+        assert_eq!(
+            val(g),
+            (half - 1 + half - 1) as u64,
+            "the newest stolen one is returned"
+        );
+        let mut order = Vec::new();
+        while let Some((g, _)) = thief.pop() {
+            order.push(val(g));
+        }
+        let expect: Vec<u64> = (0..(half - 1 + half - 1) as u64).collect();
+        assert_eq!(order, expect, "own items first, then the stolen ones, oldest first");
+        assert_eq!(victim.ring_len() as usize, RING_CAP as usize - half);
     }
 
     #[test]

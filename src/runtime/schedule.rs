@@ -19,6 +19,14 @@
 //! 7. nothing: idle the P and re-check (see [`super::wake`] for why that order),
 //!    then either block in the poller until the next timer, or park the M.
 //!
+//! Stalled Ps: every 61 scheduling rounds a busy P also looks at the other Ps. One
+//! that is running, has queued Gs, and has switched to no G since the previous
+//! look has an M that makes no progress: descheduled by the OS (on a machine
+//! shared with other busy threads, for a whole OS time slice) or stuck in a call
+//! that is not `blocking`. Its queued Gs would wait for it, since a P with work of
+//! its own never steals, so the looking P takes half of them (or the `runnext`)
+//! at once instead of leaving them to sysmon's 20 ms retake.
+//!
 //! The slice rule: a G taken from `runnext` inherits the current time slice (no
 //! schedtick bump). So that a pair of Gs readying each other through `runnext`
 //! cannot monopolise the P, a slice that has lasted [`SLICE_NS`] ends: the
@@ -43,8 +51,9 @@ use std::time::Duration;
 /// Check the global queue first every this many schedticks (Go's 61: prime, so it
 /// does not beat with other periodic patterns).
 const GLOBAL_CHECK_PERIOD: u64 = 61;
-/// Scheduling rounds between two non-blocking network polls by a busy P.
-const NETPOLL_PERIOD: u32 = 61;
+/// Scheduling rounds between two looks around by a busy P (a non-blocking network
+/// poll, and stalled Ps' queues).
+const LOOK_PERIOD: u32 = 61;
 /// A time slice (Go's `forcePreemptNS`).
 pub(crate) const SLICE_NS: u64 = 10_000_000;
 /// Runnext runs between clock reads for the slice check.
@@ -228,18 +237,22 @@ fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
                 return Some((g, false));
             }
         }
-        // A busy P also looks at the network now and then, so sockets that became
-        // ready are noticed while every P has a queue to work through, not only
-        // when one runs dry (Go leaves this to sysmon every 10 ms; Tokio polls
-        // every 61 scheduling rounds, as here).
+        // A busy P also looks around now and then, not only when it runs dry:
+        // - at the network, so sockets that became ready are noticed while every P
+        //   has a queue to work through (Go leaves this to sysmon every 10 ms;
+        //   Tokio polls every 61 scheduling rounds, as here);
+        // - at the other Ps, for a queue whose M has stalled (module docs).
         // SAFETY: this M holds `p`; the reference dies in this statement.
-        let rounds = unsafe { p.local() }.rounds_since_netpoll.wrapping_add(1);
+        let rounds = unsafe { p.local() }.rounds_since_look.wrapping_add(1);
         // SAFETY: as above.
-        unsafe { p.local() }.rounds_since_netpoll = rounds;
-        if rounds >= NETPOLL_PERIOD && crate::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+        unsafe { p.local() }.rounds_since_look = rounds;
+        if rounds >= LOOK_PERIOD {
             // SAFETY: as above.
-            unsafe { p.local() }.rounds_since_netpoll = 0;
-            netpoll(s, Some(Duration::ZERO));
+            unsafe { p.local() }.rounds_since_look = 0;
+            if crate::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+                netpoll(s, Some(Duration::ZERO));
+            }
+            steal_from_stalled(s, p);
         }
         if let Some(found) = local_pop(s, p) {
             return Some(found);
@@ -525,6 +538,34 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
         Stolen::NewWork
     } else {
         Stolen::Nothing { next_timer }
+    }
+}
+
+/// The periodic look at the other Ps (module docs): takes half the ring (or the
+/// `runnext`) of each running P that has queued Gs but switched to none since this
+/// P's previous look, while this P's ring has room for it.
+fn steal_from_stalled(s: &Sched, p: &P) {
+    let n = s.gomaxprocs();
+    // SAFETY: this M holds `p`; the reference dies at the end of this function,
+    // and nothing below reaches `p.local()` again.
+    let seen = &mut unsafe { p.local() }.seen_switches;
+    seen.resize(n, u64::MAX);
+    for (id, seen) in seen.iter_mut().enumerate() {
+        let v = s.p(id);
+        let switches = v.counters.context_switches.load(Ordering::Relaxed);
+        let before = std::mem::replace(seen, switches);
+        if id == p.id || switches != before || v.status() != PStatus::Running || v.runq.is_empty() {
+            continue;
+        }
+        // A steal takes at most half of a full ring: keep room for it.
+        if p.runq.ring_len() >= RING_CAP / 2 {
+            return;
+        }
+        if let Some((g, taken)) = p.runq.steal_into(&v.runq, true, || true) {
+            bump(&p.counters.steals, 1);
+            bump(&p.counters.stolen, u64::from(taken));
+            p.runq_put(GRef::from_ptr(g), false);
+        }
     }
 }
 
