@@ -19,7 +19,7 @@ use std::time::Duration;
 
 /// Token of the eventfd in the epoll set.
 const WAKE_TOKEN: u64 = u64::MAX;
-/// Events one poll takes at most (see "Taking small batches" in docs/DESIGN.md).
+/// Events one poll takes at most (why 32: docs/DESIGN.md, "The netpoller").
 const EVENTS_PER_POLL: usize = 32;
 
 pub(crate) struct Poller {

@@ -201,8 +201,9 @@ impl<T> RunQueue<T> {
 
     /// Owner of `self` only. Steals the oldest half of `victim`'s ring into this
     /// queue, which must be at most half full, and returns one of the stolen items
-    /// to run now, plus how many were taken. With `steal_runnext`, an empty ring makes it take the victim's
-    /// `runnext` instead, if `before_runnext` agrees: the runtime pauses there so
+    /// to run now, plus how many were taken. With `steal_runnext`, an empty ring
+    /// makes it take the victim's `runnext` instead, if `before_runnext` agrees:
+    /// the runtime pauses there so
     /// a running owner gets the chance to run its own `runnext` first, and says no
     /// if the owner made progress meanwhile.
     pub fn steal_into(

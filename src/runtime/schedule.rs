@@ -527,10 +527,8 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
                 }
                 v.counters.context_switches.load(Ordering::Relaxed) == before
             };
-            if let Some((g, taken)) = p.runq.steal_into(&v.runq, last, pause) {
-                bump(&p.counters.steals, 1);
-                bump(&p.counters.stolen, u64::from(taken));
-                return Stolen::G(GRef::from_ptr(g), false);
+            if let Some(g) = steal_from(p, v, last, pause) {
+                return Stolen::G(g, false);
             }
         }
     }
@@ -561,12 +559,19 @@ fn steal_from_stalled(s: &Sched, p: &P) {
         if p.runq.ring_len() >= RING_CAP / 2 {
             return;
         }
-        if let Some((g, taken)) = p.runq.steal_into(&v.runq, true, || true) {
-            bump(&p.counters.steals, 1);
-            bump(&p.counters.stolen, u64::from(taken));
-            p.runq_put(GRef::from_ptr(g), false);
+        if let Some(g) = steal_from(p, v, true, || true) {
+            p.runq_put(g, false);
         }
     }
+}
+
+/// Steals half of `victim`'s ring (or its `runnext`, see `RunQueue::steal_into`)
+/// into `p`'s and counts the steal; returns the G to run now.
+fn steal_from(p: &P, victim: &P, steal_runnext: bool, before_runnext: impl FnOnce() -> bool) -> Option<GRef> {
+    let (g, taken) = p.runq.steal_into(&victim.runq, steal_runnext, before_runnext)?;
+    bump(&p.counters.steals, 1);
+    bump(&p.counters.stolen, u64::from(taken));
+    Some(GRef::from_ptr(g))
 }
 
 /// After idling its P, a formerly spinning M looks at every busy P's queue once
