@@ -93,6 +93,115 @@ fn a_thousand_concurrent_connections() {
     assert_eq!(done.load(Ordering::SeqCst), 1000);
 }
 
+/// A short read marks the socket drained, and the next read parks without a
+/// syscall: bytes that arrive at any moment after it must still wake that read.
+/// The writer sends bursts of 1 to 8 small pieces back to back, so pieces land
+/// before, during and after the reader's short reads.
+#[test]
+fn bytes_arriving_after_a_short_read_are_not_missed() {
+    common::init_procs(2);
+    let _w = common::watchdog("short reads", Duration::from_secs(60));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    const ROUNDS: usize = 3000;
+    let reader = go!(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = [0u8; 64];
+        for round in 0..ROUNDS {
+            let want = round % 8 + 1;
+            let mut got = 0;
+            while got < want {
+                let n = s.read(&mut buf).unwrap();
+                assert!(n > 0, "early end of stream");
+                got += n;
+            }
+            assert_eq!(got, want, "round {round}");
+            s.write_all(&[1]).unwrap();
+        }
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_nodelay(true).unwrap();
+    for round in 0..ROUNDS {
+        for _ in 0..round % 8 + 1 {
+            c.write_all(&[0]).unwrap();
+        }
+        c.read_exact(&mut [0]).unwrap();
+    }
+    reader.join().unwrap();
+}
+
+/// An end of stream queued right behind the data is not signalled again after
+/// the short read that takes the data: the read after it must still see it.
+/// The peer writes and closes while the reader is parked, so the wake-up often
+/// carries the hang-up already.
+#[test]
+fn end_of_stream_behind_the_data_of_a_short_read_is_seen() {
+    common::init_procs(2);
+    let _w = common::watchdog("eof behind data", Duration::from_secs(60));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    for _ in 0..300 {
+        let mut c = TcpStream::connect(addr).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        let reader = go!(move || {
+            let mut first = [0u8; 1];
+            s.read_exact(&mut first).unwrap(); // parks: nothing sent yet
+            let mut rest = Vec::new();
+            s.read_to_end(&mut rest).unwrap();
+            rest.len()
+        });
+        c.write_all(b"abcd").unwrap();
+        drop(c);
+        assert_eq!(reader.join().unwrap(), 3);
+    }
+}
+
+/// Shutting down the read side after a short read ends the next read at once
+/// (end of file), though the socket is marked drained: the shutdown is an edge.
+#[test]
+fn shutting_down_reads_after_a_short_read_gives_end_of_file() {
+    common::init_procs(2);
+    let _w = common::watchdog("shutdown after short read", Duration::from_secs(30));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut s, _) = l.accept().unwrap();
+    c.write_all(b"abc").unwrap();
+    let mut buf = [0u8; 64];
+    let mut got = 0;
+    while got < 3 {
+        got += s.read(&mut buf).unwrap();
+    }
+    s.shutdown(std::net::Shutdown::Read).unwrap();
+    assert_eq!(s.read(&mut buf).unwrap(), 0);
+    drop(c);
+}
+
+/// Short writes mark the socket's send side full; the writer parks until the
+/// peer reads, and megabytes still arrive whole and in order.
+#[test]
+fn a_bulk_write_through_short_writes_arrives_whole() {
+    common::init_procs(2);
+    let _w = common::watchdog("bulk write", Duration::from_secs(60));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let data: Vec<u8> = (0..16 << 20).map(|i: u32| (i % 251) as u8).collect();
+    let expect = data.clone();
+    let writer = go!(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.write_all(&data).unwrap();
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).unwrap();
+    writer.join().unwrap();
+    assert!(
+        got == expect,
+        "{} of {} bytes, or out of order",
+        got.len(),
+        expect.len()
+    );
+}
+
 #[test]
 fn read_timeout_fires_and_the_socket_stays_usable() {
     common::init_procs(2);

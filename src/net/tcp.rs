@@ -585,21 +585,24 @@ impl TryFrom<std::net::TcpStream> for TcpStream {
 
 impl Read for &TcpStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.io(Dir::Read, |mut s| s.read(buf))
+        let want = buf.len();
+        self.inner.stream_io(Dir::Read, want, |mut s| s.read(buf))
     }
 
     fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        self.inner.io(Dir::Read, |mut s| s.read_vectored(bufs))
+        let want = bufs.iter().map(|b| b.len()).sum();
+        self.inner.stream_io(Dir::Read, want, |mut s| s.read_vectored(bufs))
     }
 }
 
 impl Write for &TcpStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.io(Dir::Write, |mut s| s.write(buf))
+        self.inner.stream_io(Dir::Write, buf.len(), |mut s| s.write(buf))
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.inner.io(Dir::Write, |mut s| s.write_vectored(bufs))
+        let want = bufs.iter().map(|b| b.len()).sum();
+        self.inner.stream_io(Dir::Write, want, |mut s| s.write_vectored(bufs))
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -18,14 +18,23 @@
 //! each time the descriptor is reused, so an event that was already fetched when
 //! its socket closed is recognised as stale and ignored.
 //!
+//! # Ended directions
+//! When an event says a direction has reached a state that every later attempt
+//! returns from at once (end of stream, a hang-up, a socket error), the poller
+//! sets that direction's `ended` flag before bumping its generation; it stays set
+//! until the descriptor is reused. `Registered::stream_io` may skip a syscall on
+//! a socket it saw drained only while the direction has not ended: the end of
+//! stream does not come as a new edge after the read that drained the data.
+//!
 //! Orderings: generations are `SeqCst` (bump before the lock on one side, read
-//! before the syscall and again under the lock on the other); queues and `closing`
-//! are under the lock.
+//! before the syscall and again under the lock on the other); `ended` is `SeqCst`,
+//! stored before the bump, so whoever reads the bumped generation sees it; queues
+//! and `closing` are under the lock.
 
 use crate::runtime::g::WaitReason;
 use crate::runtime::m::current_g;
 use crate::runtime::park::Waiter;
-use crate::runtime::sync_prims::AtomicU64;
+use crate::runtime::sync_prims::{AtomicBool, AtomicU64};
 use crate::runtime::waitq::{block, Sudog, WaitQueue};
 use crate::runtime::wake::ensure_poller;
 use crate::sync::guarded::{pop_all, Guarded};
@@ -50,6 +59,7 @@ struct Waits {
 pub(crate) struct PollDesc {
     seq: AtomicU64,
     gens: [AtomicU64; 2],
+    ended: [AtomicBool; 2],
     waits: Guarded<Waits>,
 }
 
@@ -74,6 +84,9 @@ impl PollDesc {
         let pooled = POOL.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let pd = pooled.unwrap_or_else(|| Box::leak(Box::new(PollDesc::new())));
         pd.waits.lock().closing = false;
+        for ended in &pd.ended {
+            ended.store(false, Ordering::SeqCst);
+        }
         pd
     }
 
@@ -82,6 +95,7 @@ impl PollDesc {
         PollDesc {
             seq: AtomicU64::new(0),
             gens: [AtomicU64::new(0), AtomicU64::new(0)],
+            ended: [AtomicBool::new(false), AtomicBool::new(false)],
             waits: Guarded::new(Waits {
                 queues: [WaitQueue::new(), WaitQueue::new()],
                 closing: false,
@@ -110,6 +124,16 @@ impl PollDesc {
     /// The readiness generation of `dir`, read before an I/O attempt.
     pub(crate) fn gen(&self, dir: Dir) -> u64 {
         self.gens[dir as usize].load(Ordering::SeqCst)
+    }
+
+    /// Poller side, before [`PollDesc::notify`]: `dir` has ended (module docs).
+    pub(crate) fn set_ended(&self, dir: Dir) {
+        self.ended[dir as usize].store(true, Ordering::SeqCst);
+    }
+
+    /// Has `dir` ended (end of stream, hang-up or error)? Read after [`PollDesc::gen`].
+    pub(crate) fn ended(&self, dir: Dir) -> bool {
+        self.ended[dir as usize].load(Ordering::SeqCst)
     }
 
     /// Poller side: `dir` became ready. Returns the waiters to wake.

@@ -106,10 +106,17 @@ impl Poller {
                 continue;
             };
             let bits = ev.events as libc::c_int;
+            let hangup = bits & (libc::EPOLLHUP | libc::EPOLLERR) != 0;
             if bits & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) != 0 {
+                if hangup || bits & libc::EPOLLRDHUP != 0 {
+                    pd.set_ended(Dir::Read);
+                }
                 pd.notify(Dir::Read, woken);
             }
             if bits & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) != 0 {
+                if hangup {
+                    pd.set_ended(Dir::Write);
+                }
                 pd.notify(Dir::Write, woken);
             }
         }

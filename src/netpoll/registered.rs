@@ -6,6 +6,22 @@
 //! the operation's deadline), then try again. `EINTR` is retried. From a plain
 //! thread the same loop blocks the thread instead of parking a G.
 //!
+//! # Short transfers end the burst (stream sockets)
+//! A stream read that returns fewer bytes than asked for has emptied the socket's
+//! receive queue, and a short write has filled its send queue: the next attempt
+//! would only say `EAGAIN`. [`Registered::stream_io`] remembers the readiness
+//! generation read before such a short transfer, and while the generation is
+//! still that one, the next operation parks at once instead of making the
+//! syscall (Tokio does the same). No edge is lost: the kernel signals every byte
+//! that arrives (or every freed send-buffer slot) after the transfer that drained
+//! the queue, and that edge bumps the generation; an edge that was already in
+//! flight bumps it too, which only costs one `EAGAIN` syscall. What is not
+//! signalled again is a state that was already there: an end of stream or error
+//! queued behind the data. So the skip also requires that the direction has not
+//! ended (`PollDesc::ended`, set by the poller from `EPOLLRDHUP`/`EPOLLHUP`/
+//! `EPOLLERR` before it bumps the generation). Saves one of the three syscalls
+//! of a request/response exchange.
+//!
 //! Drop order: deregister from epoll, retire the poll descriptor (waking anyone
 //! still parked on it with an error), then the socket closes its fd — exactly
 //! once, when the last owner goes.
@@ -23,6 +39,10 @@ pub(crate) struct Registered<S: AsRawFd> {
     pd: &'static PollDesc,
     /// Per-direction operation timeout in ns, 0 for none (std's `set_*_timeout`).
     timeouts: [AtomicU64; 2],
+    /// Per direction, 1 + the generation a short transfer drained the socket at,
+    /// 0 for none (module docs). Relaxed: a mark only ever says "drained as of
+    /// generation g", which stays true whoever reads it, until the generation moves.
+    drained: [AtomicU64; 2],
 }
 
 impl<S: AsRawFd> Registered<S> {
@@ -37,6 +57,7 @@ impl<S: AsRawFd> Registered<S> {
             io,
             pd,
             timeouts: [AtomicU64::new(0), AtomicU64::new(0)],
+            drained: [AtomicU64::new(0), AtomicU64::new(0)],
         })
     }
 
@@ -47,12 +68,37 @@ impl<S: AsRawFd> Registered<S> {
     /// Runs the non-blocking `op` until it does not say `WouldBlock`, parking on
     /// the poller between tries; bounded by the direction's timeout
     /// (`ErrorKind::TimedOut`).
-    pub(crate) fn io<R>(&self, dir: Dir, mut op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+    pub(crate) fn io<R>(&self, dir: Dir, op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+        self.run(dir, op, |_| false)
+    }
+
+    /// As [`Registered::io`], for a stream transfer of `want` bytes: one that moves
+    /// fewer marks the socket drained in `dir` (module docs).
+    pub(crate) fn stream_io(
+        &self,
+        dir: Dir,
+        want: usize,
+        op: impl FnMut(&S) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        self.run(dir, op, |&n| n > 0 && n < want)
+    }
+
+    /// The I/O loop: `short` says whether a result drained the socket.
+    fn run<R>(&self, dir: Dir, mut op: impl FnMut(&S) -> io::Result<R>, short: impl Fn(&R) -> bool) -> io::Result<R> {
         crate::runtime::preempt::check();
         let deadline = self.timeout(dir).map(|d| Instant::now() + d);
+        let drained = &self.drained[dir as usize];
         loop {
             let seen = self.pd.gen(dir);
+            if drained.load(Ordering::Relaxed) == seen + 1 && !self.pd.ended(dir) {
+                self.wait(dir, seen, deadline)?;
+                continue;
+            }
             match op(&self.io) {
+                Ok(r) if short(&r) => {
+                    drained.store(seen + 1, Ordering::Relaxed);
+                    return Ok(r);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(dir, seen, deadline)?,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 r => return r,
