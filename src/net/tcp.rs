@@ -1,7 +1,7 @@
 //! `TcpListener` and `TcpStream` on the netpoller.
 
 use super::sockaddr;
-use crate::netpoll::{Dir, Registered};
+use crate::netpoll::{deadline_in, Dir, Registered};
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
@@ -295,7 +295,7 @@ impl TcpStream {
                 "cannot connect with a zero timeout",
             ));
         }
-        connect_one(addr, Some(std::time::Instant::now() + timeout))
+        connect_one(addr, Some(deadline_in(timeout)))
     }
 
     /// Bounds how long each read (and [`peek`](TcpStream::peek)) may wait;
@@ -534,8 +534,8 @@ impl TcpStream {
 }
 
 /// Non-blocking connect: start it, park until the socket is writable (or the
-/// deadline passes: `TimedOut`), then ask the kernel how it went.
-fn connect_one(addr: &SocketAddr, deadline: Option<std::time::Instant>) -> io::Result<TcpStream> {
+/// runtime clock reaches `deadline`: `TimedOut`), then ask the kernel how it went.
+fn connect_one(addr: &SocketAddr, deadline: Option<u64>) -> io::Result<TcpStream> {
     let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     // SAFETY: plain syscall; the result is checked before use.
     let fd = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };

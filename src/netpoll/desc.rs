@@ -18,6 +18,21 @@
 //! each time the descriptor is reused, so an event that was already fetched when
 //! its socket closed is recognised as stale and ignored.
 //!
+//! # Deadlines: one timer per direction, not one per wait
+//! A wait may carry a deadline (runtime clock); its sudog's slot holds it. The
+//! descriptor keeps at most one pending timer per direction for all its waits
+//! (Go's `pollDesc` timers do the same job): `armed` is when that timer fires, and
+//! it is never later than the deadline of any queued wait. A wait arms a new timer
+//! only if its deadline is earlier than `armed` (or none is pending); a
+//! connection whose idle timeout moves forward with every request therefore adds
+//! one heap entry per timeout period, not one per read, and allocates nothing.
+//! When the timer fires ([`Expire`]), it claims every wait whose deadline has come
+//! as [`TIMED_OUT`] and, unless a still earlier timer is pending, arms the next
+//! one at the earliest deadline left. A timer superseded by an earlier one, or
+//! from before the descriptor was reused (its tag carries the sequence number),
+//! finds nothing to do. Timers are armed after the lock is released (no record
+//! lock is held under a heap lock), from the scheduler side of the park.
+//!
 //! # Ended directions
 //! When an event says a direction has reached a state that every later attempt
 //! returns from at once (end of stream, a hang-up, a socket error), the poller
@@ -33,9 +48,11 @@
 
 use crate::runtime::g::WaitReason;
 use crate::runtime::m::current_g;
-use crate::runtime::park::Waiter;
+use crate::runtime::park::{Claim, OnDrop, Parker, Waiter, TIMED_OUT};
+use crate::runtime::sched::sched;
 use crate::runtime::sync_prims::{AtomicBool, AtomicU64};
-use crate::runtime::waitq::{block, Sudog, WaitQueue};
+use crate::runtime::timers::{add_timer, Action, Expire};
+use crate::runtime::waitq::{Sudog, WaitQueue};
 use crate::runtime::wake::ensure_poller;
 use crate::sync::guarded::{pop_all, Guarded};
 use std::io;
@@ -51,7 +68,10 @@ pub(crate) enum Dir {
 }
 
 struct Waits {
-    queues: [WaitQueue<()>; 2],
+    /// Per direction; each sudog's slot holds its wait's deadline, if any.
+    queues: [WaitQueue<u64>; 2],
+    /// Per direction, when the pending deadline timer fires (0: none pending).
+    armed: [u64; 2],
     closing: bool,
 }
 
@@ -83,7 +103,11 @@ impl PollDesc {
     pub(crate) fn get() -> &'static PollDesc {
         let pooled = POOL.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let pd = pooled.unwrap_or_else(|| Box::leak(Box::new(PollDesc::new())));
-        pd.waits.lock().closing = false;
+        {
+            let mut w = pd.waits.lock();
+            w.closing = false;
+            w.armed = [0; 2];
+        }
         for ended in &pd.ended {
             ended.store(false, Ordering::SeqCst);
         }
@@ -98,6 +122,7 @@ impl PollDesc {
             ended: [AtomicBool::new(false), AtomicBool::new(false)],
             waits: Guarded::new(Waits {
                 queues: [WaitQueue::new(), WaitQueue::new()],
+                armed: [0; 2],
                 closing: false,
             }),
         }
@@ -144,8 +169,9 @@ impl PollDesc {
     }
 
     /// Parks the caller until `dir` is ready again after generation `seen`, the
-    /// descriptor is closed (error), or `timeout` passes (`TimedOut`).
-    pub(crate) fn wait(&self, dir: Dir, seen: u64, timeout: Option<Duration>) -> io::Result<()> {
+    /// descriptor is closed (error), or the runtime clock reaches `deadline`
+    /// (`TimedOut`; see [`deadline_in`]).
+    pub(crate) fn wait(&'static self, dir: Dir, seen: u64, deadline: Option<u64>) -> io::Result<()> {
         let mut w = self.waits.lock();
         if w.closing {
             return Err(closed_error());
@@ -153,23 +179,71 @@ impl PollDesc {
         if self.gen(dir) != seen {
             return Ok(());
         }
-        let sg = Sudog::new(None);
-        w.queues[dir as usize].push(&sg);
+        let parker = Parker::new();
+        let claim = Claim::new(parker.waiter());
+        let sg = Sudog::new(deadline);
+        sg.bind(&claim, 0);
+        let i = dir as usize;
+        w.queues[i].push(&sg);
+        let arm = deadline.filter(|&d| w.armed[i] == 0 || d < w.armed[i]);
+        if let Some(d) = arm {
+            w.armed[i] = d;
+        }
         WAITERS.fetch_add(1, Ordering::SeqCst);
         if current_g().is_none() && !cfg!(loom) {
             ensure_poller();
         }
-        let woken = block(&sg, w, WaitReason::IoWait, timeout, |sg| {
-            self.waits.lock().queues[dir as usize].remove(sg);
+        let tag = self.deadline_tag(dir);
+        // Under loom the model's timer thread calls `expire_due` itself.
+        let unlock = OnDrop::new(move || {
+            drop(w);
+            if let Some(when) = arm.filter(|_| !cfg!(loom)) {
+                add_timer(when, Action::Expire(self, tag));
+            }
         });
+        parker.park(WaitReason::IoWait, unlock);
         WAITERS.fetch_sub(1, Ordering::SeqCst);
-        if !woken {
+        if claim.winner() == TIMED_OUT {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "socket operation timed out"));
         }
         if !sg.success() {
             return Err(closed_error());
         }
         Ok(())
+    }
+
+    /// What a deadline timer of `dir` is armed with: the direction and the
+    /// descriptor's current sequence number.
+    pub(super) fn deadline_tag(&self, dir: Dir) -> u64 {
+        self.seq.load(Ordering::Relaxed) << 1 | dir as u64
+    }
+
+    /// The deadline timer armed with `tag` is due at `now`: ends every wait on its
+    /// direction whose deadline has come (returned, to wake) and says when to arm
+    /// the next timer, if one is needed (module docs). Nothing, if the descriptor
+    /// was reused since the timer was armed.
+    pub(super) fn expire_due(&self, tag: u64, now: u64) -> (Vec<Waiter>, Option<u64>) {
+        let mut w = self.waits.lock();
+        // Checked under the lock: a reuse resets `armed` under it.
+        if !self.is_live(tag) {
+            return (Vec::new(), None);
+        }
+        let i = (tag & 1) as usize;
+        let mut next: Option<u64> = None;
+        let expired = w.queues[i].claim_where(TIMED_OUT, |deadline| match deadline {
+            Some(&d) if d <= now => true,
+            Some(&d) => {
+                next = Some(next.map_or(d, |n| n.min(d)));
+                false
+            }
+            None => false,
+        });
+        if w.armed[i] > now {
+            // An earlier timer than any left deadline is still pending.
+            return (expired, None);
+        }
+        w.armed[i] = next.unwrap_or(0);
+        (expired, next)
     }
 
     /// The socket is closing: wake every waiter with an error and retire the
@@ -189,6 +263,26 @@ impl PollDesc {
         drop(w);
         woken.into_iter().for_each(Waiter::wake);
     }
+}
+
+impl Expire for PollDesc {
+    fn expire(&'static self, tag: u64, now: u64) {
+        let (expired, next) = self.expire_due(tag, now);
+        if let Some(when) = next {
+            add_timer(when, Action::Expire(self, tag));
+        }
+        expired.into_iter().for_each(Waiter::wake);
+    }
+
+    fn is_live(&self, tag: u64) -> bool {
+        self.seq.load(Ordering::Relaxed) << 1 == tag & !1
+    }
+}
+
+/// The deadline `d` from now on the runtime clock, for [`PollDesc::wait`].
+pub(crate) fn deadline_in(d: Duration) -> u64 {
+    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    sched().nanotime().saturating_add(ns)
 }
 
 /// For the loom models: nobody is queued in either direction.
@@ -228,9 +322,57 @@ mod tests {
         pd.notify(Dir::Write, &mut woken); // the edge lands first
         assert!(woken.is_empty());
         assert!(
-            pd.wait(Dir::Write, seen, Some(Duration::from_secs(5))).is_ok(),
+            pd.wait(Dir::Write, seen, Some(deadline_in(Duration::from_secs(5))))
+                .is_ok(),
             "returns at once"
         );
         pd.close();
+    }
+
+    /// Waits with different deadlines on one direction of one descriptor: a
+    /// later wait with an earlier deadline arms an earlier timer, each wait ends
+    /// at its own deadline (not before), in deadline order, and one heap entry
+    /// at a time serves them all.
+    #[test]
+    fn waits_sharing_a_direction_time_out_at_their_own_deadlines() {
+        let pd = PollDesc::get();
+        let seen = pd.gen(Dir::Read);
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let waiter = |ms: u64| {
+            let order = order.clone();
+            crate::spawn(move || {
+                let start = std::time::Instant::now();
+                let err = pd
+                    .wait(Dir::Read, seen, Some(deadline_in(Duration::from_millis(ms))))
+                    .unwrap_err();
+                assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+                assert!(start.elapsed() >= Duration::from_millis(ms), "{ms} ms wait ended early");
+                order.lock().unwrap().push(ms);
+            })
+        };
+        let long = waiter(300);
+        while pd.waits.lock().queues[0].is_empty() {
+            crate::yield_now();
+        }
+        let short = waiter(30);
+        short.join().unwrap();
+        long.join().unwrap();
+        assert_eq!(*order.lock().unwrap(), [30, 300]);
+        // Both timers have fired (one of them re-armed for the long wait).
+        assert_eq!(pd.waits.lock().armed, [0, 0]);
+        pd.close();
+    }
+
+    /// A timer armed before the descriptor was closed and reused does nothing
+    /// to the next socket's waits.
+    #[test]
+    fn a_timer_from_before_reuse_is_ignored() {
+        let pd = PollDesc::new();
+        let old = pd.deadline_tag(Dir::Read);
+        pd.seq.fetch_add(1, Ordering::Relaxed); // what `close` does
+        assert!(!pd.is_live(old));
+        assert!(pd.is_live(pd.deadline_tag(Dir::Read)));
+        let (expired, next) = pd.expire_due(old, u64::MAX);
+        assert!(expired.is_empty() && next.is_none());
     }
 }

@@ -13,17 +13,16 @@ use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;
 use std::io;
-use std::time::Duration;
 
 /// The I/O loop of `registered.rs` on a model socket: returns once data is seen,
 /// or with the wait's error.
-fn read_loop(pd: &PollDesc, data: &AtomicBool, timeout: Option<Duration>) -> io::Result<()> {
+fn read_loop(pd: &'static PollDesc, data: &AtomicBool, deadline: Option<u64>) -> io::Result<()> {
     loop {
         let seen = pd.gen(Dir::Read);
         if data.load(SeqCst) {
             return Ok(());
         }
-        pd.wait(Dir::Read, seen, timeout)?;
+        pd.wait(Dir::Read, seen, deadline)?;
     }
 }
 
@@ -35,15 +34,16 @@ fn deliver(pd: &PollDesc, data: &AtomicBool) {
     woken.into_iter().for_each(Waiter::wake);
 }
 
-/// A fresh descriptor and its model socket, with no data yet.
-fn socket() -> (Arc<PollDesc>, Arc<AtomicBool>) {
-    (Arc::new(PollDesc::new()), Arc::new(AtomicBool::new(false)))
+/// A fresh descriptor (leaked, as the real ones are: waits and deadline timers
+/// hold them as `'static`) and its model socket, with no data yet.
+fn socket() -> (&'static PollDesc, Arc<AtomicBool>) {
+    (Box::leak(Box::new(PollDesc::new())), Arc::new(AtomicBool::new(false)))
 }
 
 /// The poller thread delivering one edge on `pd`.
-fn spawn_poller(pd: &Arc<PollDesc>, data: &Arc<AtomicBool>) -> thread::JoinHandle<()> {
-    let (pd, data) = (pd.clone(), data.clone());
-    thread::spawn(move || deliver(&pd, &data))
+fn spawn_poller(pd: &'static PollDesc, data: &Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    let data = data.clone();
+    thread::spawn(move || deliver(pd, &data))
 }
 
 /// Data arriving at any point of the reader's attempt-then-park is never missed.
@@ -51,8 +51,8 @@ fn spawn_poller(pd: &Arc<PollDesc>, data: &Arc<AtomicBool>) -> thread::JoinHandl
 fn loom_netpoll_readiness_vs_park_no_lost_edge() {
     loom::model(|| {
         let (pd, data) = socket();
-        let poller = spawn_poller(&pd, &data);
-        read_loop(&pd, &data, None).unwrap();
+        let poller = spawn_poller(pd, &data);
+        read_loop(pd, &data, None).unwrap();
         poller.join().unwrap();
     });
 }
@@ -62,28 +62,32 @@ fn loom_netpoll_readiness_vs_park_no_lost_edge() {
 fn loom_netpoll_close_wakes_the_reader() {
     loom::model(|| {
         let (pd, data) = socket();
-        let closer = {
-            let pd = pd.clone();
-            thread::spawn(move || pd.shut())
-        };
-        let err = read_loop(&pd, &data, None).unwrap_err();
+        let closer = thread::spawn(move || pd.shut());
+        let err = read_loop(pd, &data, None).unwrap_err();
         assert_eq!(err.kind(), closed_error().kind());
         closer.join().unwrap();
     });
 }
 
-/// A deadline racing the edge: the reader either sees the data or times out,
-/// and a timed-out reader leaves no sudog behind for the poller to find.
+/// The descriptor's deadline timer firing racing the edge: the reader either
+/// sees the data or times out, and a timed-out reader leaves no sudog behind for
+/// the poller to find. The timer thread runs the real `expire_due` as the timer
+/// heap would once the deadline (already past: 1 ns) has come.
 #[test]
-fn loom_netpoll_timeout_vs_edge_leaves_no_waiter() {
+fn loom_netpoll_deadline_vs_edge_leaves_no_waiter() {
     loom::model(|| {
         let (pd, data) = socket();
-        let poller = spawn_poller(&pd, &data);
-        match read_loop(&pd, &data, Some(Duration::from_secs(1))) {
+        let poller = spawn_poller(pd, &data);
+        let timer = thread::spawn(move || {
+            let (expired, _) = pd.expire_due(pd.deadline_tag(Dir::Read), u64::MAX);
+            expired.into_iter().for_each(Waiter::wake);
+        });
+        match read_loop(pd, &data, Some(1)) {
             Ok(()) => {}
             Err(e) => assert_eq!(e.kind(), io::ErrorKind::TimedOut),
         }
         poller.join().unwrap();
+        timer.join().unwrap();
         assert!(pd.no_waiters(), "a timed-out reader left its sudog queued");
     });
 }

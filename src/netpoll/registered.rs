@@ -26,12 +26,12 @@
 //! still parked on it with an error), then the socket closes its fd — exactly
 //! once, when the last owner goes.
 
-use super::desc::{Dir, PollDesc};
+use super::desc::{deadline_in, Dir, PollDesc};
 use crate::runtime::sched::sched;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A non-blocking socket and its poll descriptor.
 pub(crate) struct Registered<S: AsRawFd> {
@@ -86,12 +86,20 @@ impl<S: AsRawFd> Registered<S> {
     /// The I/O loop: `short` says whether a result drained the socket.
     fn run<R>(&self, dir: Dir, mut op: impl FnMut(&S) -> io::Result<R>, short: impl Fn(&R) -> bool) -> io::Result<R> {
         crate::runtime::preempt::check();
-        let deadline = self.timeout(dir).map(|d| Instant::now() + d);
         let drained = &self.drained[dir as usize];
+        // Taken from the clock at the first wait, so an operation that does not
+        // block reads no clock; later waits of the same operation keep it.
+        let mut deadline = None;
+        let mut park = |seen| {
+            if deadline.is_none() {
+                deadline = self.timeout(dir).map(deadline_in);
+            }
+            self.wait(dir, seen, deadline)
+        };
         loop {
             let seen = self.pd.gen(dir);
             if drained.load(Ordering::Relaxed) == seen + 1 && !self.pd.ended(dir) {
-                self.wait(dir, seen, deadline)?;
+                park(seen)?;
                 continue;
             }
             match op(&self.io) {
@@ -99,23 +107,17 @@ impl<S: AsRawFd> Registered<S> {
                     drained.store(seen + 1, Ordering::Relaxed);
                     return Ok(r);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(dir, seen, deadline)?,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => park(seen)?,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 r => return r,
             }
         }
     }
 
-    /// Parks until `dir` is ready after generation `seen`, or `deadline`.
-    pub(crate) fn wait(&self, dir: Dir, seen: u64, deadline: Option<Instant>) -> io::Result<()> {
-        let left = match deadline {
-            None => None,
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return Err(io::Error::new(io::ErrorKind::TimedOut, "socket operation timed out")),
-            },
-        };
-        self.pd.wait(dir, seen, left)
+    /// Parks until `dir` is ready after generation `seen`, or the runtime clock
+    /// reaches `deadline` ([`deadline_in`]; `TimedOut`).
+    pub(crate) fn wait(&self, dir: Dir, seen: u64, deadline: Option<u64>) -> io::Result<()> {
+        self.pd.wait(dir, seen, deadline)
     }
 
     /// The readiness generation of `dir` (read before a syscall that may block).

@@ -45,6 +45,16 @@ pub(crate) trait Fire: Send + Sync {
     fn is_live(&self, seq: u64) -> bool;
 }
 
+/// A deadline timer owned by a long-lived object: a poll descriptor keeps one
+/// pending timer per direction for all the I/O waits on it, instead of one per
+/// wait (`netpoll/desc.rs`).
+pub(crate) trait Expire: Sync {
+    /// The timer armed with `tag` is due at `now` (runtime clock, ns).
+    fn expire(&'static self, tag: u64, now: u64);
+    /// Would firing the timer armed with `tag` still do anything?
+    fn is_live(&self, tag: u64) -> bool;
+}
+
 /// What a timer does when it fires.
 pub(crate) enum Action {
     /// Make a sleeping G runnable.
@@ -54,6 +64,8 @@ pub(crate) enum Action {
     Timeout(Arc<Claim>),
     /// A `goro::time` timer, armed as generation `seq`.
     Fire(Arc<dyn Fire>, u64),
+    /// A long-lived object's deadline, armed with a tag it chose.
+    Expire(&'static dyn Expire, u64),
 }
 
 impl Action {
@@ -63,6 +75,7 @@ impl Action {
             Action::Ready(_) => true,
             Action::Timeout(c) => c.winner() == super::park::UNCLAIMED,
             Action::Fire(t, seq) => t.is_live(*seq),
+            Action::Expire(e, tag) => e.is_live(*tag),
         }
     }
 
@@ -75,6 +88,7 @@ impl Action {
                 }
             }
             Action::Fire(t, seq) => t.fire(seq, now),
+            Action::Expire(e, tag) => e.expire(tag, now),
         }
     }
 }

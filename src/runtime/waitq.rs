@@ -203,6 +203,31 @@ impl<T> WaitQueue<T> {
         None
     }
 
+    /// Claims, as `case`, every queued waiter whose slot `pick` selects, in queue
+    /// order, and returns them to wake once the lock is released (their sudogs'
+    /// `success` is false). `pick` sees every queued slot once.
+    pub(crate) fn claim_where(&mut self, case: u32, mut pick: impl FnMut(Option<&T>) -> bool) -> Vec<Waiter> {
+        let mut out = Vec::new();
+        let mut p = self.head;
+        // SAFETY: as in `push`.
+        while let Some(s) = unsafe { p.as_ref() } {
+            p = s.next.get();
+            // SAFETY: the slot of a queued sudog is only touched under the lock,
+            // which we hold; the owner is parked.
+            if !pick(unsafe { (*s.slot.get()).as_ref() }) {
+                continue;
+            }
+            self.unlink(s);
+            // SAFETY: as in `pop_claimed`.
+            let claim = unsafe { &*s.claim.get() };
+            if claim.try_claim(case) {
+                s.success.set(false);
+                out.push(claim.waiter());
+            }
+        }
+        out
+    }
+
     /// Removes `sg` if it is still queued (its owner is leaving). O(1).
     pub(crate) fn remove(&mut self, sg: &Sudog<T>) {
         if sg.queued.get() {
