@@ -3,7 +3,6 @@
 //! the connection's output buffer so pipelined responses go out in one write.
 
 use std::cell::RefCell;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A response about to be written.
 pub struct Response<'a> {
@@ -95,7 +94,7 @@ thread_local! {
 /// Appends now as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), cached per
 /// second.
 fn write_date(out: &mut Vec<u8>) {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs = unix_seconds();
     DATE.with(|cache| {
         let mut cache = cache.borrow_mut();
         if cache.0 != secs {
@@ -103,6 +102,20 @@ fn write_date(out: &mut Vec<u8>) {
         }
         out.extend_from_slice(cache.1.as_bytes());
     });
+}
+
+/// Seconds since the Unix epoch from the coarse real-time clock: the last
+/// kernel tick's time, read from memory without a time-stamp-counter read; a
+/// `Date` header needs only the second.
+fn unix_seconds() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for the call to fill in.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    if r == 0 {
+        u64::try_from(ts.tv_sec).unwrap_or(0)
+    } else {
+        0
+    }
 }
 
 fn imf_fixdate(unix_secs: u64) -> String {
