@@ -54,7 +54,7 @@ use crate::runtime::sync_prims::{AtomicBool, AtomicU64};
 use crate::runtime::timers::{add_timer, Action, Expire};
 use crate::runtime::waitq::{Sudog, WaitQueue};
 use crate::runtime::wake::ensure_poller;
-use crate::sync::guarded::{pop_all, Guarded};
+use crate::sync::guarded::{pop_all, pop_all_into, Guarded};
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -165,7 +165,7 @@ impl PollDesc {
     pub(crate) fn notify(&self, dir: Dir, woken: &mut Vec<Waiter>) {
         self.gens[dir as usize].fetch_add(1, Ordering::SeqCst);
         let mut w = self.waits.lock();
-        woken.extend(pop_all(&mut w.queues[dir as usize], true));
+        pop_all_into(&mut w.queues[dir as usize], true, woken);
     }
 
     /// Parks the caller until `dir` is ready again after generation `seen`, the

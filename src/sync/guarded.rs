@@ -106,8 +106,13 @@ pub(crate) fn wait_in_timeout<'a, S, T>(
 /// Wakes every waiter in `q` with `success`; returns them for waking after unlock.
 pub(crate) fn pop_all<T>(q: &mut WaitQueue<T>, success: bool) -> Vec<Waiter> {
     let mut out = Vec::new();
+    pop_all_into(q, success, &mut out);
+    out
+}
+
+/// As [`pop_all`], adding them to `out` (the poller's batch: no vector per event).
+pub(crate) fn pop_all_into<T>(q: &mut WaitQueue<T>, success: bool, out: &mut Vec<Waiter>) {
     while let Some(c) = q.pop_claimed() {
         out.push(c.finish(success));
     }
-    out
 }
