@@ -156,6 +156,63 @@ fn end_of_stream_behind_the_data_of_a_short_read_is_seen() {
     }
 }
 
+/// Returns once the poller has handled every readiness event queued before the
+/// call: a goroutine parks reading a fresh connection, and that connection's
+/// event comes after them in the kernel's ready list.
+fn handle_queued_events(l: &TcpListener) {
+    let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut s, _) = l.accept().unwrap();
+    let reader = go!(move || s.read_exact(&mut [0]).unwrap());
+    c.write_all(&[1]).unwrap();
+    reader.join().unwrap();
+}
+
+/// A read stops short at an urgent (out-of-band) byte with more data behind
+/// it. That short read must not make the next one wait for an edge that never
+/// comes: the poller's `EPOLLPRI` makes the direction sticky.
+#[test]
+fn data_behind_an_urgent_byte_is_not_missed() {
+    common::init_procs(2);
+    let _w = common::watchdog("urgent byte", Duration::from_secs(30));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut s, _) = l.accept().unwrap();
+    for (bytes, flags) in [(&b"ab"[..], 0), (b"!", libc::MSG_OOB), (b"de", 0)] {
+        // SAFETY: a valid buffer for a connected socket.
+        let n = unsafe { libc::send(c.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), flags) };
+        assert_eq!(n, bytes.len() as isize);
+    }
+    handle_queued_events(&l);
+    let mut buf = [0u8; 64];
+    let mut got = Vec::new();
+    while got.len() < 4 {
+        let n = s.read(&mut buf).unwrap();
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(got, b"abde", "the urgent byte is out of band");
+}
+
+/// A vectored read over more buffers than the kernel takes in one call
+/// (`UIO_MAXIOV`) that fills the ones it was given is not a short read: the
+/// next read gets the rest without waiting for an edge.
+#[test]
+fn a_vectored_read_over_too_many_buffers_is_not_short() {
+    common::init_procs(2);
+    let _w = common::watchdog("vectored read", Duration::from_secs(30));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut s, _) = l.accept().unwrap();
+    c.write_all(&[7; 2000]).unwrap();
+    handle_queued_events(&l);
+    let mut bytes = vec![[0u8; 1]; 1100];
+    let mut bufs: Vec<_> = bytes.iter_mut().map(|b| std::io::IoSliceMut::new(b)).collect();
+    let mut got = s.read_vectored(&mut bufs).unwrap();
+    while got < 2000 {
+        got += s.read(&mut [0; 4096]).unwrap();
+    }
+    assert_eq!(got, 2000);
+}
+
 /// Shutting down the read side after a short read ends the next read at once
 /// (end of file), though the socket is marked drained: the shutdown is an edge.
 #[test]

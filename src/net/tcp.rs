@@ -583,6 +583,13 @@ impl TryFrom<std::net::TcpStream> for TcpStream {
     }
 }
 
+/// What one vectored call can move: std passes the kernel at most `UIO_MAXIOV`
+/// buffers, so a call with more moves no more than the first ones hold (and that
+/// is not a short transfer).
+fn vectored_len(lens: impl Iterator<Item = usize>) -> usize {
+    lens.take(libc::UIO_MAXIOV as usize).sum()
+}
+
 impl Read for &TcpStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let want = buf.len();
@@ -590,7 +597,7 @@ impl Read for &TcpStream {
     }
 
     fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        let want = bufs.iter().map(|b| b.len()).sum();
+        let want = vectored_len(bufs.iter().map(|b| b.len()));
         self.inner.stream_io(Dir::Read, want, |mut s| s.read_vectored(bufs))
     }
 }
@@ -601,7 +608,7 @@ impl Write for &TcpStream {
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let want = bufs.iter().map(|b| b.len()).sum();
+        let want = vectored_len(bufs.iter().map(|b| b.len()));
         self.inner.stream_io(Dir::Write, want, |mut s| s.write_vectored(bufs))
     }
 

@@ -33,16 +33,18 @@
 //! finds nothing to do. Timers are armed after the lock is released (no record
 //! lock is held under a heap lock), from the scheduler side of the park.
 //!
-//! # Ended directions
-//! When an event says a direction has reached a state that every later attempt
-//! returns from at once (end of stream, a hang-up, a socket error), the poller
-//! sets that direction's `ended` flag before bumping its generation; it stays set
-//! until the descriptor is reused. `Registered::stream_io` may skip a syscall on
-//! a socket it saw drained only while the direction has not ended: the end of
-//! stream does not come as a new edge after the read that drained the data.
+//! # Sticky conditions
+//! When an event reports a condition the kernel raises once and then keeps (an
+//! end of stream, a hang-up, a socket error, urgent data), the poller sets that
+//! direction's `sticky` flag before bumping its generation; it stays set until
+//! the descriptor is reused. `Registered::stream_io` may skip a syscall on a
+//! socket it saw drained only while the direction is not sticky: an end of
+//! stream queued behind the data does not come as a new edge after the read
+//! that drained the data, and a read stops short at urgent data with more
+//! behind it.
 //!
 //! Orderings: generations are `SeqCst` (bump before the lock on one side, read
-//! before the syscall and again under the lock on the other); `ended` is `SeqCst`,
+//! before the syscall and again under the lock on the other); `sticky` is `SeqCst`,
 //! stored before the bump, so whoever reads the bumped generation sees it; queues
 //! and `closing` are under the lock.
 
@@ -79,7 +81,7 @@ struct Waits {
 pub(crate) struct PollDesc {
     seq: AtomicU64,
     gens: [AtomicU64; 2],
-    ended: [AtomicBool; 2],
+    sticky: [AtomicBool; 2],
     waits: Guarded<Waits>,
 }
 
@@ -108,8 +110,8 @@ impl PollDesc {
             w.closing = false;
             w.armed = [0; 2];
         }
-        for ended in &pd.ended {
-            ended.store(false, Ordering::SeqCst);
+        for sticky in &pd.sticky {
+            sticky.store(false, Ordering::SeqCst);
         }
         pd
     }
@@ -119,7 +121,7 @@ impl PollDesc {
         PollDesc {
             seq: AtomicU64::new(0),
             gens: [AtomicU64::new(0), AtomicU64::new(0)],
-            ended: [AtomicBool::new(false), AtomicBool::new(false)],
+            sticky: [AtomicBool::new(false), AtomicBool::new(false)],
             waits: Guarded::new(Waits {
                 queues: [WaitQueue::new(), WaitQueue::new()],
                 armed: [0; 2],
@@ -151,14 +153,16 @@ impl PollDesc {
         self.gens[dir as usize].load(Ordering::SeqCst)
     }
 
-    /// Poller side, before [`PollDesc::notify`]: `dir` has ended (module docs).
-    pub(crate) fn set_ended(&self, dir: Dir) {
-        self.ended[dir as usize].store(true, Ordering::SeqCst);
+    /// Poller side, before [`PollDesc::notify`]: `dir` has a sticky condition
+    /// (module docs).
+    pub(crate) fn set_sticky(&self, dir: Dir) {
+        self.sticky[dir as usize].store(true, Ordering::SeqCst);
     }
 
-    /// Has `dir` ended (end of stream, hang-up or error)? Read after [`PollDesc::gen`].
-    pub(crate) fn ended(&self, dir: Dir) -> bool {
-        self.ended[dir as usize].load(Ordering::SeqCst)
+    /// Has `dir` had a sticky condition (end of stream, hang-up, error, urgent
+    /// data)? Read after [`PollDesc::gen`].
+    pub(crate) fn sticky(&self, dir: Dir) -> bool {
+        self.sticky[dir as usize].load(Ordering::SeqCst)
     }
 
     /// Poller side: `dir` became ready. Returns the waiters to wake.

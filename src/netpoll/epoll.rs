@@ -64,7 +64,7 @@ impl Poller {
 
     /// Registers `fd` once, edge-triggered for both directions, with `pd`.
     pub(crate) fn register(&self, fd: RawFd, pd: &'static PollDesc) -> io::Result<()> {
-        let events = libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET;
+        let events = libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLPRI | libc::EPOLLET;
         let mut ev = libc::epoll_event {
             events: events as u32,
             u64: pd.token(),
@@ -107,15 +107,16 @@ impl Poller {
             };
             let bits = ev.events as libc::c_int;
             let hangup = bits & (libc::EPOLLHUP | libc::EPOLLERR) != 0;
-            if bits & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) != 0 {
-                if hangup || bits & libc::EPOLLRDHUP != 0 {
-                    pd.set_ended(Dir::Read);
+            let read_sticky = libc::EPOLLRDHUP | libc::EPOLLPRI | libc::EPOLLHUP | libc::EPOLLERR;
+            if bits & (libc::EPOLLIN | read_sticky) != 0 {
+                if bits & read_sticky != 0 {
+                    pd.set_sticky(Dir::Read);
                 }
                 pd.notify(Dir::Read, woken);
             }
             if bits & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) != 0 {
                 if hangup {
-                    pd.set_ended(Dir::Write);
+                    pd.set_sticky(Dir::Write);
                 }
                 pd.notify(Dir::Write, woken);
             }

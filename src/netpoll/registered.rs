@@ -17,10 +17,11 @@
 //! the queue, and that edge bumps the generation; an edge that was already in
 //! flight bumps it too, which only costs one `EAGAIN` syscall. What is not
 //! signalled again is a state that was already there: an end of stream or error
-//! queued behind the data. So the skip also requires that the direction has not
-//! ended (`PollDesc::ended`, set by the poller from `EPOLLRDHUP`/`EPOLLHUP`/
-//! `EPOLLERR` before it bumps the generation). Saves one of the three syscalls
-//! of a request/response exchange.
+//! queued behind the data, or data behind an urgent byte (a read stops short at
+//! the urgent mark). So the skip also requires that the direction has seen no
+//! such sticky condition (`PollDesc::sticky`, set by the poller from
+//! `EPOLLRDHUP`/`EPOLLPRI`/`EPOLLHUP`/`EPOLLERR` before it bumps the
+//! generation). Saves one of the three syscalls of a request/response exchange.
 //!
 //! Drop order: deregister from epoll, retire the poll descriptor (waking anyone
 //! still parked on it with an error), then the socket closes its fd — exactly
@@ -98,7 +99,7 @@ impl<S: AsRawFd> Registered<S> {
         };
         loop {
             let seen = self.pd.gen(dir);
-            if drained.load(Ordering::Relaxed) == seen + 1 && !self.pd.ended(dir) {
+            if drained.load(Ordering::Relaxed) == seen + 1 && !self.pd.sticky(dir) {
                 park(seen)?;
                 continue;
             }
