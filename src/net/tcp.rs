@@ -244,9 +244,8 @@ impl TcpStream {
     /// Opens a connection to `addr` (Go's `net.Dial("tcp", addr)`), trying each
     /// address it resolves to in turn, and parking the goroutine (or blocking the
     /// thread) while each attempt is in progress. There is no connect timeout
-    /// other than the system's; to bound it, run it in a goroutine and wait for
-    /// the result with [`select!`](crate::select!) or
-    /// [`Receiver::recv_timeout`](crate::chan::Receiver::recv_timeout).
+    /// other than the system's; to bound one attempt, use
+    /// [`TcpStream::connect_timeout`].
     ///
     /// ```
     /// use goro::net::{TcpListener, TcpStream};
@@ -544,30 +543,36 @@ fn connect_one(addr: &SocketAddr, deadline: Option<u64>) -> io::Result<TcpStream
     }
     // SAFETY: `fd` is a fresh socket that nothing else owns.
     let std_stream = std::net::TcpStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let (storage, len) = sockaddr::to_c(addr);
+    // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
+    let r = unsafe { libc::connect(fd, std::ptr::addr_of!(storage).cast(), len) };
+    if r != 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(err);
+        }
+    }
+    // Registered only now, as Go does: a socket not yet connecting polls as
+    // hung up, and that event would mark both directions sticky for good
+    // (`netpoll::Registered`'s short-transfer skip would then never apply).
+    // A connection that completes before or after this is seen below.
     let stream = TcpStream {
         inner: Registered::new(std_stream)?,
     };
-    let (storage, len) = sockaddr::to_c(addr);
-    let seen = stream.inner.gen(Dir::Write);
-    // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
-    let r = unsafe { libc::connect(fd, std::ptr::addr_of!(storage).cast(), len) };
     if r == 0 {
         return Ok(stream);
     }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() != Some(libc::EINPROGRESS) {
-        return Err(err);
-    }
-    let mut seen = seen;
     loop {
-        stream.inner.wait(Dir::Write, seen, deadline)?;
-        seen = stream.inner.gen(Dir::Write);
+        // The generation is read before the checks, so a completion after them
+        // is an edge the wait sees.
+        let seen = stream.inner.gen(Dir::Write);
         if let Some(e) = stream.inner.get_ref().take_error()? {
             return Err(e);
         }
         if stream.inner.get_ref().peer_addr().is_ok() {
             return Ok(stream);
         }
+        stream.inner.wait(Dir::Write, seen, deadline)?;
     }
 }
 

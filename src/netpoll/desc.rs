@@ -28,10 +28,18 @@
 //! one heap entry per timeout period, not one per read, and allocates nothing.
 //! When the timer fires ([`Expire`]), it claims every wait whose deadline has come
 //! as [`TIMED_OUT`] and, unless a still earlier timer is pending, arms the next
-//! one at the earliest deadline left. A timer superseded by an earlier one, or
-//! from before the descriptor was reused (its tag carries the sequence number),
-//! finds nothing to do. Timers are armed after the lock is released (no record
-//! lock is held under a heap lock), from the scheduler side of the park.
+//! one at the earliest deadline left. Whoever sets `armed` to a time adds a timer
+//! at that time, so a timer whose time is no longer `armed` (superseded by an
+//! earlier one, or its waits served by another that fired) is redundant: it may
+//! still fire, harmlessly, and heap compaction drops it (`is_live`), so
+//! alternating long and short timeouts do not pile up entries. A timer from
+//! before the descriptor was reused (its tag carries the sequence number) does
+//! nothing. Timers are armed after the lock is released (no record lock is held
+//! under a heap lock), from the scheduler side of the park.
+//!
+//! `armed` is written only under the lock. Compaction reads it without the lock
+//! (Relaxed): the heap lock it holds was released by whoever added the timer
+//! after storing its time in `armed`, so it sees that store or a later one.
 //!
 //! # Sticky conditions
 //! When an event reports a condition the kernel raises once and then keeps (an
@@ -72,8 +80,6 @@ pub(crate) enum Dir {
 struct Waits {
     /// Per direction; each sudog's slot holds its wait's deadline, if any.
     queues: [WaitQueue<u64>; 2],
-    /// Per direction, when the pending deadline timer fires (0: none pending).
-    armed: [u64; 2],
     closing: bool,
 }
 
@@ -82,6 +88,9 @@ pub(crate) struct PollDesc {
     seq: AtomicU64,
     gens: [AtomicU64; 2],
     sticky: [AtomicBool; 2],
+    /// Per direction, when the pending deadline timer fires (0: none pending);
+    /// written under the `waits` lock (module docs).
+    armed: [AtomicU64; 2],
     waits: Guarded<Waits>,
 }
 
@@ -108,7 +117,7 @@ impl PollDesc {
         {
             let mut w = pd.waits.lock();
             w.closing = false;
-            w.armed = [0; 2];
+            pd.armed.iter().for_each(|a| a.store(0, Ordering::Relaxed));
         }
         for sticky in &pd.sticky {
             sticky.store(false, Ordering::SeqCst);
@@ -122,9 +131,9 @@ impl PollDesc {
             seq: AtomicU64::new(0),
             gens: [AtomicU64::new(0), AtomicU64::new(0)],
             sticky: [AtomicBool::new(false), AtomicBool::new(false)],
+            armed: [AtomicU64::new(0), AtomicU64::new(0)],
             waits: Guarded::new(Waits {
                 queues: [WaitQueue::new(), WaitQueue::new()],
-                armed: [0; 2],
                 closing: false,
             }),
         }
@@ -189,9 +198,10 @@ impl PollDesc {
         sg.bind(&claim, 0);
         let i = dir as usize;
         w.queues[i].push(&sg);
-        let arm = deadline.filter(|&d| w.armed[i] == 0 || d < w.armed[i]);
+        let armed = self.armed[i].load(Ordering::Relaxed);
+        let arm = deadline.filter(|&d| armed == 0 || d < armed);
         if let Some(d) = arm {
-            w.armed[i] = d;
+            self.armed[i].store(d, Ordering::Relaxed);
         }
         WAITERS.fetch_add(1, Ordering::SeqCst);
         if current_g().is_none() && !cfg!(loom) {
@@ -229,7 +239,7 @@ impl PollDesc {
     pub(super) fn expire_due(&self, tag: u64, now: u64) -> (Vec<Waiter>, Option<u64>) {
         let mut w = self.waits.lock();
         // Checked under the lock: a reuse resets `armed` under it.
-        if !self.is_live(tag) {
+        if !self.same_socket(tag) {
             return (Vec::new(), None);
         }
         let i = (tag & 1) as usize;
@@ -242,11 +252,11 @@ impl PollDesc {
             }
             None => false,
         });
-        if w.armed[i] > now {
+        if self.armed[i].load(Ordering::Relaxed) > now {
             // An earlier timer than any left deadline is still pending.
             return (expired, None);
         }
-        w.armed[i] = next.unwrap_or(0);
+        self.armed[i].store(next.unwrap_or(0), Ordering::Relaxed);
         (expired, next)
     }
 
@@ -278,7 +288,14 @@ impl Expire for PollDesc {
         expired.into_iter().for_each(Waiter::wake);
     }
 
-    fn is_live(&self, tag: u64) -> bool {
+    fn is_live(&self, when: u64, tag: u64) -> bool {
+        self.same_socket(tag) && self.armed[(tag & 1) as usize].load(Ordering::Relaxed) == when
+    }
+}
+
+impl PollDesc {
+    /// Was the timer tagged `tag` armed for the socket the descriptor serves now?
+    fn same_socket(&self, tag: u64) -> bool {
         self.seq.load(Ordering::Relaxed) << 1 == tag & !1
     }
 }
@@ -335,8 +352,8 @@ mod tests {
 
     /// Waits with different deadlines on one direction of one descriptor: a
     /// later wait with an earlier deadline arms an earlier timer, each wait ends
-    /// at its own deadline (not before), in deadline order, and one heap entry
-    /// at a time serves them all.
+    /// at its own deadline (not before), in deadline order, and the timer that
+    /// ends the first re-arms for the second.
     #[test]
     fn waits_sharing_a_direction_time_out_at_their_own_deadlines() {
         let pd = PollDesc::get();
@@ -363,7 +380,35 @@ mod tests {
         long.join().unwrap();
         assert_eq!(*order.lock().unwrap(), [30, 300]);
         // Both timers have fired (one of them re-armed for the long wait).
-        assert_eq!(pd.waits.lock().armed, [0, 0]);
+        assert!(pd.armed.iter().all(|a| a.load(Ordering::Relaxed) == 0));
+        pd.close();
+    }
+
+    /// A wait with an earlier deadline supersedes the pending timer: compaction
+    /// may drop the superseded one, never the one now armed.
+    #[test]
+    fn only_the_armed_deadline_timer_is_live() {
+        let pd = PollDesc::get();
+        let tag = pd.deadline_tag(Dir::Read);
+        let seen = pd.gen(Dir::Read);
+        let late = deadline_in(Duration::from_secs(60));
+        let early = late - 30_000_000_000;
+        let queued = |n: usize| pd.waits.lock().queues[0].len() == n;
+        let first = crate::spawn(move || pd.wait(Dir::Read, seen, Some(late)));
+        while !queued(1) {
+            crate::yield_now();
+        }
+        assert!(pd.is_live(late, tag));
+        let second = crate::spawn(move || pd.wait(Dir::Read, seen, Some(early)));
+        while !queued(2) {
+            crate::yield_now();
+        }
+        assert!(pd.is_live(early, tag));
+        assert!(!pd.is_live(late, tag), "superseded");
+        let mut woken = Vec::new();
+        pd.notify(Dir::Read, &mut woken);
+        woken.into_iter().for_each(Waiter::wake);
+        assert!(first.join().unwrap().is_ok() && second.join().unwrap().is_ok());
         pd.close();
     }
 
@@ -374,8 +419,8 @@ mod tests {
         let pd = PollDesc::new();
         let old = pd.deadline_tag(Dir::Read);
         pd.seq.fetch_add(1, Ordering::Relaxed); // what `close` does
-        assert!(!pd.is_live(old));
-        assert!(pd.is_live(pd.deadline_tag(Dir::Read)));
+        assert!(!pd.same_socket(old));
+        assert!(pd.same_socket(pd.deadline_tag(Dir::Read)));
         let (expired, next) = pd.expire_due(old, u64::MAX);
         assert!(expired.is_empty() && next.is_none());
     }

@@ -48,11 +48,11 @@ impl<V> QuadHeap<V> {
 
     /// Keeps the items `keep` accepts, restores the heap order in O(n), and returns
     /// the others (so the caller can drop them where it chooses).
-    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&V) -> bool) -> Vec<V> {
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(Key, &V) -> bool) -> Vec<V> {
         let mut removed = Vec::new();
         let mut i = 0;
         while i < self.items.len() {
-            if keep(&self.items[i].1) {
+            if keep(self.items[i].0, &self.items[i].1) {
                 i += 1;
             } else {
                 removed.push(self.items.swap_remove(i).1);
@@ -128,7 +128,7 @@ mod tests {
                 }
                 _ => {
                     let m = next() % 7;
-                    let removed = heap.retain(|v| v % 7 != m);
+                    let removed = heap.retain(|_, v| v % 7 != m);
                     assert!(removed.iter().all(|v| v % 7 == m));
                     model.retain(|(_, v)| v % 7 != m);
                 }

@@ -13,8 +13,9 @@
 //! for other Ps the adder wakes the poller (`wake_netpoller`).
 //!
 //! Cancelled timers are not searched for and removed: a timer that is stopped,
-//! reset, or whose wait ended otherwise is left in the heap and recognised as dead
-//! ([`Action::is_live`]) when it comes due. So that dead entries cannot pile up
+//! reset, or whose wait ended otherwise (or a poll descriptor's timer another one
+//! superseded) is left in the heap: it does nothing when it comes due, and
+//! compaction recognises it as dead ([`Action::is_live`]). So that dead entries cannot pile up
 //! (a `recv_timeout(60 s)` in a hot loop), each heap is compacted — dead entries
 //! dropped in one O(n) pass — whenever it has doubled since the last compaction:
 //! amortised O(1) per insert, and at most about half the entries are dead.
@@ -51,8 +52,8 @@ pub(crate) trait Fire: Send + Sync {
 pub(crate) trait Expire: Sync {
     /// The timer armed with `tag` is due at `now` (runtime clock, ns).
     fn expire(&'static self, tag: u64, now: u64);
-    /// Would firing the timer armed with `tag` still do anything?
-    fn is_live(&self, tag: u64) -> bool;
+    /// Would firing the timer armed at `when` with `tag` still do anything?
+    fn is_live(&self, when: u64, tag: u64) -> bool;
 }
 
 /// What a timer does when it fires.
@@ -69,13 +70,14 @@ pub(crate) enum Action {
 }
 
 impl Action {
-    /// False for a timer whose firing would do nothing: compaction drops it.
-    fn is_live(&self) -> bool {
+    /// False for a timer at `when` whose firing would do nothing: compaction
+    /// drops it.
+    fn is_live(&self, when: u64) -> bool {
         match self {
             Action::Ready(_) => true,
             Action::Timeout(c) => c.winner() == super::park::UNCLAIMED,
             Action::Fire(t, seq) => t.is_live(*seq),
-            Action::Expire(e, tag) => e.is_live(*tag),
+            Action::Expire(e, tag) => e.is_live(when, *tag),
         }
     }
 
@@ -153,7 +155,7 @@ impl Timers {
         h.entries.push((when, seq), action);
         let mut dead = Vec::new();
         if h.entries.len() >= h.compact_at.max(COMPACT_MIN) {
-            dead = h.entries.retain(Action::is_live);
+            dead = h.entries.retain(|(when, _), action| action.is_live(when));
             h.compact_at = 2 * h.entries.len();
         }
         self.publish(&h);
