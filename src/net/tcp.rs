@@ -1,7 +1,8 @@
 //! `TcpListener` and `TcpStream` on the netpoller.
 
 use super::sockaddr;
-use crate::netpoll::{deadline_in, Dir, Registered};
+use crate::netpoll::{Dir, Registered};
+use crate::runtime::sched::sched;
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
@@ -294,7 +295,7 @@ impl TcpStream {
                 "cannot connect with a zero timeout",
             ));
         }
-        connect_one(addr, Some(deadline_in(timeout)))
+        connect_one(addr, sched().deadline_in(timeout))
     }
 
     /// Bounds how long each read (and [`peek`](TcpStream::peek)) may wait;

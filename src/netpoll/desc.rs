@@ -59,7 +59,6 @@
 use crate::runtime::g::WaitReason;
 use crate::runtime::m::current_g;
 use crate::runtime::park::{Claim, OnDrop, Parker, Waiter, TIMED_OUT};
-use crate::runtime::sched::sched;
 use crate::runtime::sync_prims::{AtomicBool, AtomicU64};
 use crate::runtime::timers::{add_timer, Action, Expire};
 use crate::runtime::waitq::{Sudog, WaitQueue};
@@ -68,7 +67,6 @@ use crate::sync::guarded::{pop_all, pop_all_into, Guarded};
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// A direction of I/O.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,7 +181,7 @@ impl PollDesc {
 
     /// Parks the caller until `dir` is ready again after generation `seen`, the
     /// descriptor is closed (error), or the runtime clock reaches `deadline`
-    /// (`TimedOut`; see [`deadline_in`]).
+    /// (`TimedOut`; see `Sched::deadline_in`).
     pub(crate) fn wait(&'static self, dir: Dir, seen: u64, deadline: Option<u64>) -> io::Result<()> {
         let mut w = self.waits.lock();
         if w.closing {
@@ -277,6 +275,11 @@ impl PollDesc {
         drop(w);
         woken.into_iter().for_each(Waiter::wake);
     }
+
+    /// Was the timer tagged `tag` armed for the socket the descriptor serves now?
+    fn same_socket(&self, tag: u64) -> bool {
+        self.seq.load(Ordering::Relaxed) << 1 == tag & !1
+    }
 }
 
 impl Expire for PollDesc {
@@ -293,19 +296,6 @@ impl Expire for PollDesc {
     }
 }
 
-impl PollDesc {
-    /// Was the timer tagged `tag` armed for the socket the descriptor serves now?
-    fn same_socket(&self, tag: u64) -> bool {
-        self.seq.load(Ordering::Relaxed) << 1 == tag & !1
-    }
-}
-
-/// The deadline `d` from now on the runtime clock, for [`PollDesc::wait`].
-pub(crate) fn deadline_in(d: Duration) -> u64 {
-    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    sched().nanotime().saturating_add(ns)
-}
-
 /// For the loom models: nobody is queued in either direction.
 #[cfg(all(test, loom))]
 impl PollDesc {
@@ -318,6 +308,8 @@ impl PollDesc {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::runtime::sched::sched;
+    use std::time::Duration;
 
     /// Closing a descriptor wakes a G parked on it with an error (Go's
     /// ErrNetClosing), and a later wait fails at once.
@@ -343,7 +335,7 @@ mod tests {
         pd.notify(Dir::Write, &mut woken); // the edge lands first
         assert!(woken.is_empty());
         assert!(
-            pd.wait(Dir::Write, seen, Some(deadline_in(Duration::from_secs(5))))
+            pd.wait(Dir::Write, seen, sched().deadline_in(Duration::from_secs(5)))
                 .is_ok(),
             "returns at once"
         );
@@ -364,7 +356,7 @@ mod tests {
             crate::spawn(move || {
                 let start = std::time::Instant::now();
                 let err = pd
-                    .wait(Dir::Read, seen, Some(deadline_in(Duration::from_millis(ms))))
+                    .wait(Dir::Read, seen, sched().deadline_in(Duration::from_millis(ms)))
                     .unwrap_err();
                 assert_eq!(err.kind(), io::ErrorKind::TimedOut);
                 assert!(start.elapsed() >= Duration::from_millis(ms), "{ms} ms wait ended early");
@@ -391,7 +383,7 @@ mod tests {
         let pd = PollDesc::get();
         let tag = pd.deadline_tag(Dir::Read);
         let seen = pd.gen(Dir::Read);
-        let late = deadline_in(Duration::from_secs(60));
+        let late = sched().deadline_in(Duration::from_secs(60)).unwrap();
         let early = late - 30_000_000_000;
         let queued = |n: usize| pd.waits.lock().queues[0].len() == n;
         let first = crate::spawn(move || pd.wait(Dir::Read, seen, Some(late)));

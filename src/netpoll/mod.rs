@@ -19,6 +19,6 @@ mod epoll;
 mod loom_models;
 mod registered;
 
-pub(crate) use desc::{deadline_in, waiters, Dir};
+pub(crate) use desc::{waiters, Dir};
 pub(crate) use epoll::Poller;
 pub(crate) use registered::Registered;

@@ -28,7 +28,7 @@
 //! still parked on it with an error), then the socket closes its fd — exactly
 //! once, when the last owner goes.
 
-use super::desc::{deadline_in, Dir, PollDesc};
+use super::desc::{Dir, PollDesc};
 use crate::runtime::sched::sched;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -94,7 +94,7 @@ impl<S: AsRawFd> Registered<S> {
         let mut deadline = None;
         let mut park = |seen| {
             if deadline.is_none() {
-                deadline = self.timeout(dir).map(deadline_in);
+                deadline = self.timeout(dir).and_then(|t| sched().deadline_in(t));
             }
             self.wait(dir, seen, deadline)
         };
@@ -117,7 +117,7 @@ impl<S: AsRawFd> Registered<S> {
     }
 
     /// Parks until `dir` is ready after generation `seen`, or the runtime clock
-    /// reaches `deadline` ([`deadline_in`]; `TimedOut`).
+    /// reaches `deadline` (`Sched::deadline_in`; `TimedOut`).
     pub(crate) fn wait(&self, dir: Dir, seen: u64, deadline: Option<u64>) -> io::Result<()> {
         self.pd.wait(dir, seen, deadline)
     }

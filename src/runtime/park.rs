@@ -211,11 +211,7 @@ impl Parker {
     pub(crate) fn park_timeout<U>(self, reason: WaitReason, unlock: U, claim: &Arc<Claim>, timeout: Duration) {
         match self.0 {
             Waiter::G(g) => {
-                let s = sched();
-                let when = u64::try_from(timeout.as_nanos())
-                    .ok()
-                    .and_then(|ns| s.nanotime().checked_add(ns));
-                let Some(when) = when else {
+                let Some(when) = sched().deadline_in(timeout) else {
                     return park_g(g, reason, unlock); // never times out
                 };
                 let claim = claim.clone();

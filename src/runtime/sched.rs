@@ -22,7 +22,7 @@ use crate::netpoll::Poller;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 static SCHED: OnceLock<Sched> = OnceLock::new();
 
@@ -207,5 +207,13 @@ impl Sched {
     /// Runtime clock: nanoseconds since the runtime started.
     pub(crate) fn nanotime(&self) -> u64 {
         self.started.elapsed().as_nanos().min(u64::MAX as u128 - 1) as u64
+    }
+
+    /// The runtime-clock time `d` from now: when a timer for `d` fires. `None`
+    /// if that is past the clock's range (never).
+    pub(crate) fn deadline_in(&self, d: Duration) -> Option<u64> {
+        u64::try_from(d.as_nanos())
+            .ok()
+            .and_then(|ns| self.nanotime().checked_add(ns))
     }
 }

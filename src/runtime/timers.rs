@@ -13,12 +13,13 @@
 //! for other Ps the adder wakes the poller (`wake_netpoller`).
 //!
 //! Cancelled timers are not searched for and removed: a timer that is stopped,
-//! reset, or whose wait ended otherwise (or a poll descriptor's timer another one
-//! superseded) is left in the heap: it does nothing when it comes due, and
-//! compaction recognises it as dead ([`Action::is_live`]). So that dead entries cannot pile up
-//! (a `recv_timeout(60 s)` in a hot loop), each heap is compacted — dead entries
-//! dropped in one O(n) pass — whenever it has doubled since the last compaction:
-//! amortised O(1) per insert, and at most about half the entries are dead.
+//! reset, or whose wait ended otherwise (or a poll descriptor's timer another
+//! one superseded) is left in the heap: it does nothing when it comes due, and
+//! compaction recognises it as dead ([`Action::is_live`]). So that dead entries
+//! cannot pile up (a `recv_timeout(60 s)` in a hot loop), each heap is compacted
+//! — dead entries dropped in one O(n) pass — whenever it has doubled since the
+//! last compaction: amortised O(1) per insert, and at most about half the
+//! entries are dead.
 //!
 //! Heap, not wheel: the reasoning is in docs/DESIGN.md ("Timers").
 

@@ -76,10 +76,7 @@ pub fn sleep(d: Duration) {
     if d.is_zero() {
         return;
     }
-    let s = sched();
-    let when = u64::try_from(d.as_nanos())
-        .ok()
-        .and_then(|ns| s.nanotime().checked_add(ns));
+    let when = sched().deadline_in(d);
     let parker = Parker::new();
     match when {
         // Too far away to ever fire: park for good, as Go's Sleep of a huge duration.

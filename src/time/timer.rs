@@ -81,9 +81,7 @@ impl Inner {
     fn arm(self: &Arc<Self>, st: &mut State, d: Duration) {
         st.seq += 1;
         st.active = false;
-        let when = u64::try_from(d.as_nanos())
-            .ok()
-            .and_then(|ns| sched().nanotime().checked_add(ns));
+        let when = sched().deadline_in(d);
         if let Some(when) = when {
             st.active = true;
             st.when = when;
