@@ -19,6 +19,8 @@ MUTANTS = [
     ("netpoll wait skips gen recheck", "src/netpoll/desc.rs", "        if self.gen(dir) != seen {\n            return Ok(());\n        }", "", "loom_netpoll_readiness"),
     ("netpoll notify skips wake", "src/netpoll/desc.rs", "        pop_all_into(&mut w.queues[dir as usize], true, woken);", "        let _ = (&mut w, &woken);", "loom_netpoll_readiness"),
     ("netpoll deadline wakes without claiming", "src/runtime/waitq.rs", "            if claim.try_claim(case) {\n                s.success.set(false);", "            if true {\n                s.success.set(false);", "loom_netpoll_deadline"),
+    ("netpoll deadline timer never re-arms", "src/netpoll/desc.rs", "        if let Some(when) = next {\n            self.arm(when, tag);\n        }", "        let _ = next;", "loom_netpoll_deadline"),
+    ("netpoll expiry leaves armed stale", "src/netpoll/desc.rs", "        self.armed[i].store(next.unwrap_or(0), Ordering::Relaxed);\n", "", "loom_netpoll_deadline"),
     ("netpoll shut skips wake", "src/netpoll/desc.rs", "        woken.into_iter().for_each(Waiter::wake);\n    }", "        drop(woken);\n    }", "loom_netpoll_close"),
     ("mutex slow path skips recheck", "src/sync/mutex.rs", "            self.state.fetch_or(WAITERS, Ordering::Relaxed);\n            // Re-check with WAITERS set: an unlock that came before will not look\n            // at the queue, so we must not sleep through it.\n            if self.try_acquire() {\n                return;\n            }", "            self.state.fetch_or(WAITERS, Ordering::Relaxed);", "loom_mutex"),
     ("mutex unlock relaxed", "src/sync/mutex.rs", ".compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)", ".compare_exchange(LOCKED, 0, Ordering::Relaxed, Ordering::Relaxed)", "loom_mutex"),
@@ -38,7 +40,7 @@ def run(name, path, original, mutated, models):
     finally:
         open(path, "w").write(src)
     out = r.stdout + r.stderr
-    why = next((w for w in ("deadlock", "assert", "Causality") if w in out), f"exit {r.returncode}")
+    why = next((w for w in ("deadlock", "assert", "Causality", "maximum number of branches") if w in out), f"exit {r.returncode}")
     caught = r.returncode != 0
     print(f"{'caught' if caught else 'SURVIVED'}: {name}" + (f" ({why})" if caught else ""), flush=True)
     return caught

@@ -60,7 +60,9 @@ use crate::runtime::g::WaitReason;
 use crate::runtime::m::current_g;
 use crate::runtime::park::{Claim, OnDrop, Parker, Waiter, TIMED_OUT};
 use crate::runtime::sync_prims::{AtomicBool, AtomicU64};
-use crate::runtime::timers::{add_timer, Action, Expire};
+use crate::runtime::timers::Expire;
+#[cfg(not(loom))]
+use crate::runtime::timers::{add_timer, Action};
 use crate::runtime::waitq::{Sudog, WaitQueue};
 use crate::runtime::wake::ensure_poller;
 use crate::sync::guarded::{pop_all, pop_all_into, Guarded};
@@ -90,6 +92,11 @@ pub(crate) struct PollDesc {
     /// written under the `waits` lock (module docs).
     armed: [AtomicU64; 2],
     waits: Guarded<Waits>,
+    /// Under loom, the deadline timers armed so far as (when, tag): the loom
+    /// models' stand-in for the timer heap, fired by a model thread
+    /// ([`PollDesc::fire_model_timer`]).
+    #[cfg(loom)]
+    model_timers: loom::sync::Mutex<Vec<(u64, u64)>>,
 }
 
 /// Gs (and threads) parked on any descriptor: the scheduler polls the network
@@ -134,6 +141,8 @@ impl PollDesc {
                 queues: [WaitQueue::new(), WaitQueue::new()],
                 closing: false,
             }),
+            #[cfg(loom)]
+            model_timers: loom::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -206,11 +215,10 @@ impl PollDesc {
             ensure_poller();
         }
         let tag = self.deadline_tag(dir);
-        // Under loom the model's timer thread calls `expire_due` itself.
         let unlock = OnDrop::new(move || {
             drop(w);
-            if let Some(when) = arm.filter(|_| !cfg!(loom)) {
-                add_timer(when, Action::Expire(self, tag));
+            if let Some(when) = arm {
+                self.arm(when, tag);
             }
         });
         parker.park(WaitReason::IoWait, unlock);
@@ -222,6 +230,15 @@ impl PollDesc {
             return Err(closed_error());
         }
         Ok(())
+    }
+
+    /// Adds the deadline timer `armed` announced (after the lock is released:
+    /// module docs); under loom, queues it for the model's timer thread.
+    fn arm(&'static self, when: u64, tag: u64) {
+        #[cfg(not(loom))]
+        add_timer(when, Action::Expire(self, tag));
+        #[cfg(loom)]
+        self.model_timers.lock().unwrap().push((when, tag));
     }
 
     /// What a deadline timer of `dir` is armed with: the direction and the
@@ -286,7 +303,7 @@ impl Expire for PollDesc {
     fn expire(&'static self, tag: u64, now: u64) {
         let (expired, next) = self.expire_due(tag, now);
         if let Some(when) = next {
-            add_timer(when, Action::Expire(self, tag));
+            self.arm(when, tag);
         }
         expired.into_iter().for_each(Waiter::wake);
     }
@@ -302,6 +319,24 @@ impl PollDesc {
     pub(super) fn no_waiters(&self) -> bool {
         let w = self.waits.lock();
         w.queues.iter().all(|q| q.is_empty())
+    }
+
+    /// For the loom models: fires the earliest deadline timer armed so far, as
+    /// the timer heap would once the runtime clock reached its time. False if
+    /// none is pending.
+    pub(super) fn fire_model_timer(&'static self) -> bool {
+        let next = {
+            let mut timers = self.model_timers.lock().unwrap();
+            let earliest = (0..timers.len()).min_by_key(|&i| timers[i]);
+            earliest.map(|i| timers.swap_remove(i))
+        };
+        match next {
+            Some((when, tag)) => {
+                self.expire(tag, when);
+                true
+            }
+            None => false,
+        }
     }
 }
 

@@ -69,25 +69,72 @@ fn loom_netpoll_close_wakes_the_reader() {
     });
 }
 
-/// The descriptor's deadline timer firing racing the edge: the reader either
-/// sees the data or times out, and a timed-out reader leaves no sudog behind for
-/// the poller to find. The timer thread runs the real `expire_due` as the timer
-/// heap would once the deadline (already past: 1 ns) has come.
+/// The timer heap's part: fires the descriptor's deadline timers as they are
+/// armed, each as if the clock had reached its time, until `done`.
+fn spawn_timers(pd: &'static PollDesc, done: &Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    let done = done.clone();
+    thread::spawn(move || {
+        while pd.fire_model_timer() || !done.load(SeqCst) {
+            thread::yield_now();
+        }
+    })
+}
+
+/// The descriptor's deadline timer racing the edge: the reader either sees the
+/// data or times out, and a timed-out reader leaves no sudog behind for the
+/// poller to find.
 #[test]
 fn loom_netpoll_deadline_vs_edge_leaves_no_waiter() {
     loom::model(|| {
         let (pd, data) = socket();
+        let done = Arc::new(AtomicBool::new(false));
         let poller = spawn_poller(pd, &data);
-        let timer = thread::spawn(move || {
-            let (expired, _) = pd.expire_due(pd.deadline_tag(Dir::Read), u64::MAX);
-            expired.into_iter().for_each(Waiter::wake);
-        });
+        let timers = spawn_timers(pd, &done);
         match read_loop(pd, &data, Some(1)) {
             Ok(()) => {}
             Err(e) => assert_eq!(e.kind(), io::ErrorKind::TimedOut),
         }
+        done.store(true, SeqCst);
         poller.join().unwrap();
-        timer.join().unwrap();
+        timers.join().unwrap();
         assert!(pd.no_waiters(), "a timed-out reader left its sudog queued");
+    });
+}
+
+/// With no edge, a reader with a deadline times out: the wait arms the timer
+/// only after it is queued, so the timer cannot fire past it.
+#[test]
+fn loom_netpoll_deadline_without_edge_times_out() {
+    loom::model(|| {
+        let (pd, data) = socket();
+        let done = Arc::new(AtomicBool::new(false));
+        let timers = spawn_timers(pd, &done);
+        let err = read_loop(pd, &data, Some(1)).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        done.store(true, SeqCst);
+        timers.join().unwrap();
+        assert!(pd.no_waiters());
+    });
+}
+
+/// Two readers with different deadlines share the direction's one timer: in
+/// whichever order they park, the earlier timer fires first and re-arms for the
+/// later deadline, so both time out.
+#[test]
+fn loom_netpoll_deadline_rearms_for_the_later_waiter() {
+    loom::model(|| {
+        let (pd, data) = socket();
+        let done = Arc::new(AtomicBool::new(false));
+        let timers = spawn_timers(pd, &done);
+        let early = {
+            let data = data.clone();
+            thread::spawn(move || read_loop(pd, &data, Some(1)).unwrap_err().kind())
+        };
+        let late = read_loop(pd, &data, Some(2)).unwrap_err().kind();
+        assert_eq!(early.join().unwrap(), io::ErrorKind::TimedOut);
+        assert_eq!(late, io::ErrorKind::TimedOut);
+        done.store(true, SeqCst);
+        timers.join().unwrap();
+        assert!(pd.no_waiters());
     });
 }
