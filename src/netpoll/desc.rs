@@ -45,7 +45,10 @@
 //! When an event reports a condition the kernel raises once and then keeps (an
 //! end of stream, a hang-up, a socket error, urgent data), the poller sets that
 //! direction's `sticky` flag before bumping its generation; it stays set until
-//! the descriptor is reused. `Registered::stream_io` may skip a syscall on a
+//! the descriptor is reused. The flag names the socket it was set for (the
+//! sequence number from the event's token), so an event fetched just before its
+//! socket closed cannot mark the next socket that reuses the descriptor, which
+//! would silently turn the skip off for it. `Registered::stream_io` may skip a syscall on a
 //! socket it saw drained only while the direction is not sticky: an end of
 //! stream queued behind the data does not come as a new edge after the read
 //! that drained the data, and a read stops short at urgent data with more
@@ -59,7 +62,7 @@
 use crate::runtime::g::WaitReason;
 use crate::runtime::m::current_g;
 use crate::runtime::park::{Claim, OnDrop, Parker, Waiter, TIMED_OUT};
-use crate::runtime::sync_prims::{AtomicBool, AtomicU64};
+use crate::runtime::sync_prims::AtomicU64;
 use crate::runtime::timers::Expire;
 #[cfg(not(loom))]
 use crate::runtime::timers::{add_timer, Action};
@@ -87,7 +90,9 @@ struct Waits {
 pub(crate) struct PollDesc {
     seq: AtomicU64,
     gens: [AtomicU64; 2],
-    sticky: [AtomicBool; 2],
+    /// Per direction, [`sticky_mark`] of the socket (sequence number) for
+    /// which the poller saw a sticky condition; 0 if none yet.
+    sticky: [AtomicU64; 2],
     /// Per direction, when the pending deadline timer fires (0: none pending);
     /// written under the `waits` lock (module docs).
     armed: [AtomicU64; 2],
@@ -97,6 +102,12 @@ pub(crate) struct PollDesc {
     /// ([`PollDesc::fire_model_timer`]).
     #[cfg(loom)]
     model_timers: loom::sync::Mutex<Vec<(u64, u64)>>,
+}
+
+/// What `sticky` holds for the socket with sequence number `seq` (only its low
+/// 16 bits travel in a token): never 0, the "none yet" of a fresh descriptor.
+fn sticky_mark(seq: u64) -> u64 {
+    (seq & 0xffff) + 1
 }
 
 /// Gs (and threads) parked on any descriptor: the scheduler polls the network
@@ -124,9 +135,6 @@ impl PollDesc {
             w.closing = false;
             pd.armed.iter().for_each(|a| a.store(0, Ordering::Relaxed));
         }
-        for sticky in &pd.sticky {
-            sticky.store(false, Ordering::SeqCst);
-        }
         pd
     }
 
@@ -135,7 +143,7 @@ impl PollDesc {
         PollDesc {
             seq: AtomicU64::new(0),
             gens: [AtomicU64::new(0), AtomicU64::new(0)],
-            sticky: [AtomicBool::new(false), AtomicBool::new(false)],
+            sticky: [AtomicU64::new(0), AtomicU64::new(0)],
             armed: [AtomicU64::new(0), AtomicU64::new(0)],
             waits: Guarded::new(Waits {
                 queues: [WaitQueue::new(), WaitQueue::new()],
@@ -171,14 +179,16 @@ impl PollDesc {
 
     /// Poller side, before [`PollDesc::notify`]: `dir` has a sticky condition
     /// (module docs).
-    pub(crate) fn set_sticky(&self, dir: Dir) {
-        self.sticky[dir as usize].store(true, Ordering::SeqCst);
+    /// `token` is the event's: a stale event marks the socket it was for, which
+    /// is no longer this descriptor's.
+    pub(crate) fn set_sticky(&self, dir: Dir, token: u64) {
+        self.sticky[dir as usize].store(sticky_mark(token >> 48), Ordering::SeqCst);
     }
 
     /// Has `dir` had a sticky condition (end of stream, hang-up, error, urgent
     /// data)? Read after [`PollDesc::gen`].
     pub(crate) fn sticky(&self, dir: Dir) -> bool {
-        self.sticky[dir as usize].load(Ordering::SeqCst)
+        self.sticky[dir as usize].load(Ordering::SeqCst) == sticky_mark(self.seq.load(Ordering::Relaxed))
     }
 
     /// Poller side: `dir` became ready. Returns the waiters to wake.
@@ -345,6 +355,24 @@ mod tests {
     use super::*;
     use crate::runtime::sched::sched;
     use std::time::Duration;
+
+    /// A sticky condition marks the socket the event was for: an event fetched
+    /// before the descriptor was retired and reused does not mark the new socket.
+    #[test]
+    fn a_stale_event_does_not_make_the_next_socket_sticky() {
+        let pd: &'static PollDesc = Box::leak(Box::new(PollDesc::new()));
+        let stale = pd.token();
+        pd.shut();
+        pd.seq.fetch_add(1, Ordering::Relaxed); // retired and reused, as `close` does
+        pd.set_sticky(Dir::Read, stale);
+        assert!(
+            !pd.sticky(Dir::Read),
+            "the old socket's end of stream marked the new one"
+        );
+        pd.set_sticky(Dir::Write, pd.token());
+        assert!(pd.sticky(Dir::Write));
+        assert!(!pd.sticky(Dir::Read));
+    }
 
     /// Closing a descriptor wakes a G parked on it with an error (Go's
     /// ErrNetClosing), and a later wait fails at once.

@@ -110,13 +110,13 @@ impl Poller {
             let read_sticky = libc::EPOLLRDHUP | libc::EPOLLPRI | libc::EPOLLHUP | libc::EPOLLERR;
             if bits & (libc::EPOLLIN | read_sticky) != 0 {
                 if bits & read_sticky != 0 {
-                    pd.set_sticky(Dir::Read);
+                    pd.set_sticky(Dir::Read, token);
                 }
                 pd.notify(Dir::Read, woken);
             }
             if bits & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) != 0 {
                 if hangup {
-                    pd.set_sticky(Dir::Write);
+                    pd.set_sticky(Dir::Write, token);
                 }
                 pd.notify(Dir::Write, woken);
             }
