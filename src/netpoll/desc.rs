@@ -48,11 +48,11 @@
 //! the descriptor is reused. The flag names the socket it was set for (the
 //! sequence number from the event's token), so an event fetched just before its
 //! socket closed cannot mark the next socket that reuses the descriptor, which
-//! would silently turn the skip off for it. `Registered::stream_io` may skip a syscall on a
-//! socket it saw drained only while the direction is not sticky: an end of
-//! stream queued behind the data does not come as a new edge after the read
-//! that drained the data, and a read stops short at urgent data with more
-//! behind it.
+//! would silently turn the skip off for it. `Registered::stream_io` may skip a
+//! syscall on a socket it saw drained only while the direction is not sticky:
+//! an end of stream queued behind the data does not come as a new edge after
+//! the read that drained the data, and a read stops short at urgent data with
+//! more behind it.
 //!
 //! Orderings: generations are `SeqCst` (bump before the lock on one side, read
 //! before the syscall and again under the lock on the other); `sticky` is `SeqCst`,
@@ -104,10 +104,16 @@ pub(crate) struct PollDesc {
     model_timers: loom::sync::Mutex<Vec<(u64, u64)>>,
 }
 
-/// What `sticky` holds for the socket with sequence number `seq` (only its low
-/// 16 bits travel in a token): never 0, the "none yet" of a fresh descriptor.
+/// The part of a sequence number that travels in an event's token (its top 16
+/// bits, above the descriptor's address).
+fn token_seq(seq: u64) -> u64 {
+    seq & 0xffff
+}
+
+/// What `sticky` holds for the socket with sequence number `seq`: never 0, the
+/// "none yet" of a fresh descriptor.
 fn sticky_mark(seq: u64) -> u64 {
-    (seq & 0xffff) + 1
+    token_seq(seq) + 1
 }
 
 /// Gs (and threads) parked on any descriptor: the scheduler polls the network
@@ -161,7 +167,7 @@ impl PollDesc {
             addr >> 48 == 0,
             "goro: poll descriptor address does not fit the 48-bit token"
         );
-        addr | ((self.seq.load(Ordering::Relaxed) & 0xffff) << 48)
+        addr | (token_seq(self.seq.load(Ordering::Relaxed)) << 48)
     }
 
     /// The descriptor an event's token names, unless it was reused since.
@@ -169,7 +175,7 @@ impl PollDesc {
         let addr = token & ((1 << 48) - 1);
         // SAFETY: tokens are made by `token` from a leaked, never-freed descriptor.
         let pd = unsafe { (addr as *const PollDesc).as_ref() }?;
-        (pd.seq.load(Ordering::Relaxed) & 0xffff == token >> 48).then_some(pd)
+        (token_seq(pd.seq.load(Ordering::Relaxed)) == token >> 48).then_some(pd)
     }
 
     /// The readiness generation of `dir`, read before an I/O attempt.
@@ -178,9 +184,8 @@ impl PollDesc {
     }
 
     /// Poller side, before [`PollDesc::notify`]: `dir` has a sticky condition
-    /// (module docs).
-    /// `token` is the event's: a stale event marks the socket it was for, which
-    /// is no longer this descriptor's.
+    /// (module docs). `token` is the event's, so a stale event marks the socket
+    /// it was for, which the descriptor no longer serves.
     pub(crate) fn set_sticky(&self, dir: Dir, token: u64) {
         self.sticky[dir as usize].store(sticky_mark(token >> 48), Ordering::SeqCst);
     }
@@ -253,7 +258,7 @@ impl PollDesc {
 
     /// What a deadline timer of `dir` is armed with: the direction and the
     /// descriptor's current sequence number.
-    pub(super) fn deadline_tag(&self, dir: Dir) -> u64 {
+    fn deadline_tag(&self, dir: Dir) -> u64 {
         self.seq.load(Ordering::Relaxed) << 1 | dir as u64
     }
 
@@ -261,7 +266,7 @@ impl PollDesc {
     /// direction whose deadline has come (returned, to wake) and says when to arm
     /// the next timer, if one is needed (module docs). Nothing, if the descriptor
     /// was reused since the timer was armed.
-    pub(super) fn expire_due(&self, tag: u64, now: u64) -> (Vec<Waiter>, Option<u64>) {
+    fn expire_due(&self, tag: u64, now: u64) -> (Vec<Waiter>, Option<u64>) {
         let mut w = self.waits.lock();
         // Checked under the lock: a reuse resets `armed` under it.
         if !self.same_socket(tag) {
