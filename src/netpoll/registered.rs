@@ -15,8 +15,8 @@
 //! syscall (Tokio does the same). No edge is lost: the kernel signals every byte
 //! that arrives after the read that drained the queue (and, after a short write,
 //! the moment enough send-buffer space is free again), and that edge bumps the
-//! generation; an edge that was already in
-//! flight bumps it too, which only costs one `EAGAIN` syscall. What is not
+//! generation; an edge that was already in flight bumps it too, which only
+//! costs one `EAGAIN` syscall. What is not
 //! signalled again is a state that was already there: an end of stream or error
 //! queued behind the data, or data behind an urgent byte (a read stops short at
 //! the urgent mark). So the skip also requires that the direction has seen no
