@@ -42,6 +42,10 @@ pub(crate) struct State<T> {
 pub(crate) struct Chan<T> {
     lock: RawMutex,
     cap: usize,
+    /// A timer channel: one slot inside, but `len` and `capacity` report 0, as
+    /// Go 1.23's timer channels do (they behave as unbuffered: `stop`/`reset`
+    /// discard a value not yet received).
+    timer: bool,
     state: UnsafeCell<State<T>>,
     closed: AtomicBool,
     len: AtomicUsize,
@@ -77,6 +81,7 @@ impl<T> Chan<T> {
         Chan {
             lock: RawMutex::new(),
             cap,
+            timer: false,
             state: UnsafeCell::new(State {
                 buf: VecDeque::new(),
                 closed: false,
@@ -112,12 +117,29 @@ impl<T> Chan<T> {
         unsafe { &mut *self.state.get() }
     }
 
+    /// A timer's channel: one slot, shown as none (the field's doc), and no
+    /// sender count that could close it.
+    pub(crate) fn new_timer() -> Self {
+        Chan {
+            timer: true,
+            ..Chan::new(1, 2, 1)
+        }
+    }
+
     pub(crate) fn capacity(&self) -> usize {
-        self.cap
+        if self.timer {
+            0
+        } else {
+            self.cap
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len.load(Ordering::Relaxed)
+        if self.timer {
+            0
+        } else {
+            self.len.load(Ordering::Relaxed)
+        }
     }
 
     pub(crate) fn is_closed(&self) -> bool {

@@ -87,10 +87,11 @@ pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     (Sender { chan: chan.clone() }, Receiver { chan })
 }
 
-/// A channel whose senders can never close it: the close-on-last-drop rule is
-/// switched off by one sender count nobody holds (timer channels never close).
-pub(crate) fn bounded_unclosable<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
-    let chan = Arc::new(Chan::new(cap, 2, 1));
+/// A timer's channel: one slot its senders can never close (the close-on-last-drop
+/// rule is switched off by one sender count nobody holds), and `len`/`capacity`
+/// report 0, as Go 1.23's timer channels.
+pub(crate) fn timer_channel<T>() -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(Chan::new_timer());
     (Sender { chan: chan.clone() }, Receiver { chan })
 }
 
@@ -346,7 +347,7 @@ macro_rules! both_ends {
         impl<T> $end<T> {
             /// The number of values in the buffer (Go's `len(ch)`). Always 0 on an
             /// unbuffered channel: a value waiting in a blocked `send` is not
-            /// counted.
+            /// counted. Always 0 on a timer's channel too (Go 1.23).
             ///
             /// ```
             /// let (tx, rx) = goro::chan::bounded(3);
@@ -371,7 +372,7 @@ macro_rules! both_ends {
             }
 
             /// The number of buffer slots, fixed at creation (Go's `cap(ch)`): 0 for
-            /// an unbuffered channel.
+            /// an unbuffered channel, and for a timer's channel (Go 1.23).
             ///
             /// ```
             /// let (tx, rx) = goro::chan::bounded::<u8>(8);

@@ -291,9 +291,13 @@ pub fn select(cases: &[&dyn Case], has_default: bool) {
     let parker = Parker::new();
     let claim = Claim::new(parker.waiter());
     cx.claim = &claim;
-    for (i, c) in cases.iter().enumerate() {
+    // Queued in the random poll order, not the source order: when several arms
+    // wait on one channel, the party that wakes us takes the first of them in
+    // that channel's queue, and that must be any of them with equal chance (Go
+    // queues in its lock order, which starts from the poll order for this).
+    for &i in &poll {
         // SAFETY: locked; `claim` lives in this frame until every sudog is out.
-        unsafe { c.register(&cx, i as u32) };
+        unsafe { cases[i].register(&cx, i as u32) };
     }
     parker.park(WaitReason::Select, locks);
     let won = claim.winner() as usize;

@@ -77,18 +77,17 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Arms a new generation `d` from now (never, if that overflows the clock).
+    /// Arms a new generation `d` from now. One that overflows the clock is pending
+    /// for good (so `stop` and `reset` report it pending, as Go's) but has no heap
+    /// entry: it can never fire.
     fn arm(self: &Arc<Self>, st: &mut State, d: Duration) {
         st.seq += 1;
-        st.active = false;
+        st.active = true;
         let when = sched().deadline_in(d);
+        st.when = when.unwrap_or(u64::MAX);
+        self.publish(st);
         if let Some(when) = when {
-            st.active = true;
-            st.when = when;
-            self.publish(st);
             add_timer(when, Action::Fire(self.clone(), st.seq));
-        } else {
-            self.publish(st);
         }
     }
 
@@ -183,7 +182,10 @@ pub struct Timer {
 impl Timer {
     /// A timer that fires once, `d` from now (Go's `time.NewTimer`). A zero `d`
     /// fires as soon as the scheduler checks its timers; a `d` too long to ever
-    /// expire (such as `Duration::MAX`) never fires.
+    /// expire (such as `Duration::MAX`) never fires, and stays pending until
+    /// stopped or reset. Its channel's `len()` and `capacity()` are 0, as Go
+    /// 1.23's timer channels: a fired value not yet received is discarded by
+    /// [`stop`](Timer::stop) and [`reset`](Timer::reset).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -193,7 +195,7 @@ impl Timer {
     /// assert!(fired_at >= start + Duration::from_millis(2));
     /// ```
     pub fn new(d: Duration) -> Timer {
-        let (tx, rx) = chan::bounded_unclosable(1);
+        let (tx, rx) = chan::timer_channel();
         let inner = Inner::new(Kind::Send(tx), 0);
         inner.arm(&mut inner.lock(), d);
         Timer { inner, rx }
@@ -375,7 +377,7 @@ fn period_ns(d: Duration) -> u64 {
 }
 
 fn new_ticker(d: Duration) -> (Arc<Inner>, Receiver<Instant>) {
-    let (tx, rx) = chan::bounded_unclosable(1);
+    let (tx, rx) = chan::timer_channel();
     let inner = Inner::new(Kind::Send(tx), period_ns(d));
     inner.arm(&mut inner.lock(), d);
     (inner, rx)
