@@ -71,6 +71,9 @@ where
     // a G must not move to another thread while unwinding.
     let result = catch_unwind(AssertUnwindSafe(f));
     exit_syscall(m, g);
+    // A G looping on short calls is not preempted inside them: sysmon's request
+    // (it held its P 10 ms) is honoured here.
+    crate::runtime::preempt::check();
     match result {
         Ok(r) => r,
         Err(payload) => resume_unwind(payload),

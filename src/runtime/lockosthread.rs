@@ -43,6 +43,9 @@ pub fn lock_os_thread() {
     let (Some(m), Some(g)) = (current_m(), current_g()) else {
         return;
     };
+    // Before the G can change its thread: from now on this M's new Ms come from
+    // the template thread, which must be a clean copy.
+    super::template::start();
     // SAFETY: `g` is the running G, which owns its context.
     let ctx = unsafe { g.ctx() };
     ctx.lock_count += 1;

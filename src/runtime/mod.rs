@@ -69,6 +69,7 @@ mod stats;
 pub(crate) mod sync_prims;
 mod sysmon;
 pub(crate) mod task;
+mod template;
 pub(crate) mod timers;
 mod trace;
 pub(crate) mod waitq;

@@ -22,7 +22,7 @@ use super::runq::RunQueue;
 use super::stack::StackCache;
 use super::timers::Timers;
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// P status, numbered as Go's `_Pidle`... so scheddetail prints the same.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,10 +114,6 @@ pub(crate) struct Local {
     /// Next G id to hand out and the end of the reserved batch (Go's goidcache).
     pub(crate) goid_next: u64,
     pub(crate) goid_end: u64,
-    /// Gs run in a row from `runnext` (inheriting the time slice), and when the
-    /// first of them started (ns); see `find_runnable`'s slice check.
-    pub(crate) inherited: u32,
-    pub(crate) inherited_since: u64,
     /// Scheduling rounds since this P's last periodic look around (network
     /// poll and stalled Ps; see `find_runnable`).
     pub(crate) rounds_since_look: u32,
@@ -135,6 +131,14 @@ pub(crate) struct P {
     pub(crate) runq: RunQueue<super::g::G>,
     pub(crate) timers: Timers,
     pub(crate) counters: Counters,
+    /// The current time slice has lasted [`SLICE_NS`](super::schedule::SLICE_NS):
+    /// set by sysmon when `schedtick` has not moved for that long while the P ran,
+    /// read by the holder when it takes a G from `runnext` (which would inherit
+    /// the slice: `schedule::local_pop` ends it instead), and cleared by the
+    /// holder when a G starts a fresh slice. Relaxed both ways: a late flag ends
+    /// a slice a switch later, a stale one ends a fresh slice early; neither
+    /// loses a G.
+    pub(crate) slice_over: AtomicBool,
     /// Mirror of the free G list's length for traces (`gfreecnt`).
     gfreecnt: AtomicUsize,
     local: UnsafeCell<Local>,
@@ -155,14 +159,13 @@ impl P {
             runq: RunQueue::new(),
             timers: Timers::new(),
             counters: Counters::default(),
+            slice_over: AtomicBool::new(false),
             gfreecnt: AtomicUsize::new(0),
             local: UnsafeCell::new(Local {
                 stacks: StackCache::new(),
                 gfree: Vec::new(),
                 goid_next: 0,
                 goid_end: 0,
-                inherited: 0,
-                inherited_since: 0,
                 rounds_since_look: 0,
                 seen_switches: Vec::new(),
             }),

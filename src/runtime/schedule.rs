@@ -29,8 +29,10 @@
 //!
 //! The slice rule: a G taken from `runnext` inherits the current time slice (no
 //! schedtick bump). So that a pair of Gs readying each other through `runnext`
-//! cannot monopolise the P, a slice that has lasted [`SLICE_NS`] ends: the
-//! `runnext` G goes to the global queue instead, as a G preempted by Go's sysmon does.
+//! cannot monopolise the P, a slice that has lasted [`SLICE_NS`] ends: sysmon,
+//! which watches each P's schedtick as Go's does, flags the P (`P::slice_over`),
+//! and the next G taken from `runnext` goes to the global queue instead, as a G
+//! preempted by Go's sysmon does.
 
 use super::g::{GRef, Outcome, Status, Switch};
 use super::gfree::gfput;
@@ -56,8 +58,6 @@ const GLOBAL_CHECK_PERIOD: u64 = 61;
 const LOOK_PERIOD: u32 = 61;
 /// A time slice (Go's `forcePreemptNS`).
 pub(crate) const SLICE_NS: u64 = 10_000_000;
-/// Runnext runs between clock reads for the slice check.
-const SLICE_CHECK_EVERY: u32 = 32;
 /// Spin hints before stealing a running P's `runnext`: about 3 µs (a `pause` is
 /// ~20 ns on this class of x86), Go's delay there.
 const RUNNEXT_STEAL_SPINS: u32 = 150;
@@ -134,8 +134,9 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
     );
     if !inherit {
         bump(&p.counters.schedtick, 1);
-        // SAFETY: this M holds `p`; the reference dies here.
-        unsafe { p.local() }.inherited = 0;
+        if p.slice_over.load(Ordering::Relaxed) {
+            p.slice_over.store(false, Ordering::Relaxed);
+        }
     }
     bump(&p.counters.context_switches, 1);
     g.cas_status(Status::Runnable, Status::Running);
@@ -433,16 +434,10 @@ fn local_pop(s: &Sched, p: &P) -> Option<(GRef, bool)> {
         return Some((g, false));
     }
     bump(&p.counters.runnext_hits, 1);
-    // SAFETY: this M holds `p`.
-    let local = unsafe { p.local() };
-    local.inherited += 1;
-    if local.inherited == 1 {
-        local.inherited_since = s.nanotime();
-    } else if local.inherited % SLICE_CHECK_EVERY == 0 && s.nanotime().saturating_sub(local.inherited_since) >= SLICE_NS
-    {
-        // Slice used up: this G goes to the back of the global queue and the P
-        // moves on, starting a fresh slice.
-        local.inherited = 0;
+    if p.slice_over.load(Ordering::Relaxed) {
+        // Slice used up (sysmon says): this G goes to the back of the global
+        // queue and the P moves on, starting a fresh slice.
+        p.slice_over.store(false, Ordering::Relaxed);
         s.global.push(g);
         wakep();
         let g = p.runq.pop_ring().map(GRef::from_ptr).or_else(|| global_get(s, p, 0))?;

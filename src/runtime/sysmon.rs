@@ -10,6 +10,9 @@
 //!   other Gs run while the hog goes on without a P (`preempt_retakes`). For that
 //!   moment the process runs more threads than GOMAXPROCS: code that cannot be
 //!   interrupted asynchronously can only be worked around, not stopped;
+//! - **time slices**: a P whose `schedtick` has not moved for 10 ms while it ran
+//!   is flagged (`P::slice_over`), so a pair of Gs readying each other through
+//!   `runnext`, which inherit the slice, give the P up at their next switch;
 //! - **the network**: polled if nobody has for 10 ms;
 //! - **idle Ms**: an M parked for [`M_IDLE_RETIRE`] while more Ms exist than
 //!   GOMAXPROCS exits, so bursts of blocking calls leave no crowd of threads;
@@ -34,6 +37,7 @@ use super::note::Note;
 use super::ownership::try_take_running;
 use super::p::{PState, PStatus};
 use super::sched::Sched;
+use super::schedule::SLICE_NS;
 use super::timers::NO_TIMER;
 use super::wake::hand_off_p;
 use std::io::Write as _;
@@ -104,6 +108,9 @@ impl Sysmon {
 struct Seen {
     context_switches: u64,
     since: u64,
+    /// `schedtick` and since when it has not moved: the current time slice.
+    schedtick: u64,
+    slice_since: u64,
     syscalltick: u64,
     syscall_since: u64,
 }
@@ -225,24 +232,41 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
     let mut next_due = u64::MAX;
     for (p, seen) in s.procs().zip(seen.iter_mut()) {
         let st = p.state();
-        if st.status() != PStatus::Running {
+        let status = st.status();
+        if !matches!(status, PStatus::Running | PStatus::Syscall) {
             // A G that later runs here starts a fresh count: not a hog at once.
             seen.context_switches = p.counters.context_switches.load(Ordering::Relaxed);
             seen.since = now;
+            seen.schedtick = p.counters.schedtick.load(Ordering::Relaxed);
+            seen.slice_since = now;
         }
-        match st.status() {
+        // How long the P's G has held it without a switch, running or in and out
+        // of blocking calls (which move no context switch): Go counts a G that
+        // loops on short system calls as running too.
+        let cs = p.counters.context_switches.load(Ordering::Relaxed);
+        if seen.context_switches != cs {
+            seen.context_switches = cs;
+            seen.since = now;
+        }
+        let ran = now.saturating_sub(seen.since);
+        let Some(m) = st.m() else { continue };
+        if ran >= PREEMPT_AFTER_NS {
+            // Checked at its next goro call, or when its blocking call returns.
+            m.preempt.store(true, Ordering::Relaxed);
+        }
+        match status {
             PStatus::Running => {
-                let cs = p.counters.context_switches.load(Ordering::Relaxed);
-                if seen.context_switches != cs {
-                    seen.context_switches = cs;
-                    seen.since = now;
-                    continue;
+                // Gs taken from `runnext` inherit the slice and leave `schedtick`
+                // alone (context switches do move): a slice this old is over.
+                let tick = p.counters.schedtick.load(Ordering::Relaxed);
+                if seen.schedtick != tick {
+                    seen.schedtick = tick;
+                    seen.slice_since = now;
+                } else if now.saturating_sub(seen.slice_since) >= SLICE_NS {
+                    p.slice_over.store(true, Ordering::Relaxed);
+                    seen.slice_since = now;
                 }
-                let ran = now.saturating_sub(seen.since);
-                let Some(m) = st.m() else { continue };
-                if ran >= PREEMPT_AFTER_NS {
-                    m.preempt.store(true, Ordering::Relaxed);
-                }
+                next_due = next_due.min(seen.slice_since + SLICE_NS);
                 let threshold = if ran < PREEMPT_AFTER_NS {
                     PREEMPT_AFTER_NS
                 } else {
@@ -261,15 +285,21 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                 }
             }
             PStatus::Syscall => {
+                // A G that has held its P this long, however short its calls, gives
+                // it up (Go's `sysretake`).
+                let hog = ran >= RETAKE_AFTER_NS;
                 let t = p.syscalltick.load(Ordering::Relaxed);
                 if seen.syscalltick != t {
                     seen.syscalltick = t;
                     seen.syscall_since = now;
-                    continue;
+                    if !hog {
+                        continue;
+                    }
                 }
                 // Go's rule: leave it if nothing waits for it and there are Ms to
                 // pick up new work, unless the call has gone on for long.
-                let wanted = !p.runq.is_empty()
+                let wanted = hog
+                    || !p.runq.is_empty()
                     || p.timers.next() != NO_TIMER
                     || s.idle.nmspinning() + s.idle.npidle() == 0
                     || now.saturating_sub(seen.syscall_since) >= SYSCALL_FORCE_NS;

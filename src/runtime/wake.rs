@@ -55,6 +55,11 @@ pub(crate) fn start_m(p: usize, spinning: bool) {
             m.set_nextp(p);
             m.note.wake();
         }
+        // A wired M's thread may carry state its G set for itself alone: a new
+        // thread would be its clone (template.rs).
+        None if super::m::current_m().is_some_and(|m| m.lockedg().is_some()) => {
+            super::template::spawn_via_template(s.new_m(), p, spinning)
+        }
         None => spawn_thread(s.new_m(), p, spinning),
     }
 }
