@@ -6,7 +6,7 @@
 //! `select_test.go`, the select programs of `test/chan/` (doubleselect.go,
 //! select6.go, select7.go, nonblock.go).
 //!
-//! Translation rules (see `/work/shared/API.md`):
+//! Translation rules (goro's API contract, API.md, has the details):
 //! - each test body runs inside a goroutine, as a Go test does;
 //! - Go's nil channel is `chan::never()` for a receive arm; for a send arm it is a
 //!   `Sender` of an unbuffered channel whose receiver is kept alive and never read;

@@ -9,7 +9,10 @@
 //!   ([`super::ownership::try_take_running`]) and handed to another, so the P's
 //!   other Gs run while the hog goes on without a P (`preempt_retakes`). For that
 //!   moment the process runs more threads than GOMAXPROCS: code that cannot be
-//!   interrupted asynchronously can only be worked around, not stopped;
+//!   interrupted asynchronously can only be worked around, not stopped. Time in
+//!   blocking calls counts as running (Go's `sysretake`): a G looping on short
+//!   calls is asked to yield when a call returns, and after 20 ms its P is handed
+//!   off at its next call, however short;
 //! - **time slices**: a P whose `schedtick` has not moved for 10 ms while it ran
 //!   is flagged (`P::slice_over`), so a pair of Gs readying each other through
 //!   `runnext`, which inherit the slice, give the P up at their next switch;
@@ -306,6 +309,9 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                 if wanted && p.cas_state(st, PState::new(None, PStatus::Idle)) {
                     s.counters.syscall_handoffs.fetch_add(1, Ordering::Relaxed);
                     hand_off_p(p.id);
+                    // Its G may take it back before anything switches there: that
+                    // is a fresh start, not a hog.
+                    seen.since = now;
                     taken += 1;
                 }
             }
