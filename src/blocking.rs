@@ -31,6 +31,11 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 /// goroutine. [`current`](crate::current) still reports the goroutine.
 /// Outside a goroutine, `blocking(f)` is just `f()`, and so is a nested call.
 ///
+/// Time inside `blocking` counts as running for sysmon's 10 ms time slice, as a
+/// system call's does in Go: a goroutine that loops on short calls without
+/// otherwise switching yields when a call returns once its slice is over, and
+/// loses its P at a call after 20 ms if other work needs it.
+///
 /// ```
 /// let path = std::env::temp_dir().join(format!("goro-blocking-{}", std::process::id()));
 /// let h = goro::go!(move || {

@@ -1057,6 +1057,53 @@ fn lock_os_thread_exit_body() {
 // one (its template thread). Here the tainted goroutine also spawns goroutines
 // while it runs, which may start new Ms from its thread; then goroutines on every
 // M check their cwd.
+// The hand-off on a wired goroutine's exit (found in review, not a Go test): at
+// GOMAXPROCS=1 a wired goroutine changes its thread's cwd, readies another
+// goroutine into its P's runnext and exits still wired. Its M hands the P off
+// on its way out and may need a new M for it: that M must come from the template
+// thread, not be cloned from the changed thread (Go keeps the M marked as wired
+// until it is gone).
+#[test]
+fn wired_exit_hands_off_to_a_clean_thread() {
+    common::init_procs(PROCS);
+    let _w = common::watchdog("wired_exit_hands_off", Duration::from_secs(60));
+    let _s = serial();
+    if !in_child("wired_exit_hands_off_to_a_clean_thread") {
+        return;
+    }
+    set_gomaxprocs(1);
+    let cwd = std::env::current_dir().unwrap();
+    assert_ne!(cwd, std::path::Path::new("/tmp"));
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        let (tx, rx) = bounded::<Option<std::path::PathBuf>>(1);
+        drop(go!(move || {
+            lock_os_thread();
+            // SAFETY: unshare with a plain flag; it affects this thread only.
+            if unsafe { libc::unshare(libc::CLONE_FS) } != 0 {
+                let err = std::io::Error::last_os_error();
+                assert_eq!(err.raw_os_error(), Some(libc::EPERM), "unshare: {err}");
+                tx.send(None).unwrap();
+                return;
+            }
+            std::env::set_current_dir("/tmp").unwrap();
+            // Into this P's runnext; then this goroutine exits, still wired.
+            drop(go!(move || tx.send(Some(std::env::current_dir().unwrap())).unwrap()));
+        }));
+        match rx.recv().unwrap() {
+            Some(dir) => seen.push(dir),
+            None => {
+                println!("go_proc: wired_exit_hands_off_to_a_clean_thread: unshare not permitted, skipped");
+                return;
+            }
+        }
+    }
+    assert!(
+        seen.iter().all(|d| *d == cwd),
+        "a goroutine run after a wired one exited saw its cwd: {seen:?}"
+    );
+}
+
 #[test]
 fn lock_os_thread_avoids_state_propagation() {
     common::init_procs(PROCS);

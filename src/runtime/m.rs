@@ -204,6 +204,8 @@ impl M {
         debug_assert!(self.p_id().is_none(), "M{} acquiring P{p} while holding one", self.id());
         let s = sched();
         let pp = s.p(p);
+        // A slice flagged before the P idled is not this holder's.
+        pp.slice_over.store(false, Ordering::Relaxed);
         pp.set_state(PState::new(Some(self), PStatus::Running));
         self.p.store(pp as *const P as *mut P, Ordering::Relaxed);
         s.sysmon.p_acquired();

@@ -1,8 +1,9 @@
 //! The cooperative half of preemption: sysmon flags an M whose G has run 10 ms
-//! without a switch (`M::preempt`), and goro calls that may switch anyway call
-//! [`check`] on entry, which yields if the flag is up. The flag is cleared each
-//! time the M resumes a G. A G that makes no such call is dealt with by sysmon's
-//! retake of its P (`sysmon.rs`).
+//! without a switch (`M::preempt`), counting time in short blocking calls as
+//! running, and goro calls that may switch anyway call [`check`] on entry, as
+//! does `blocking` when its call returns; it yields if the flag is up. The flag
+//! is cleared each time the M resumes a G. A G that makes no such call is dealt
+//! with by sysmon's retake of its P (`sysmon.rs`).
 
 use super::m::{current_g, current_m};
 use std::sync::atomic::Ordering;

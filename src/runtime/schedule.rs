@@ -203,10 +203,13 @@ fn exit_g(m: &'static M, p: Option<&P>, g: GRef) -> bool {
     unsafe { g.finish() };
     gfput(p, g);
     if was_locked {
-        m.set_lockedg(None);
+        // Still wired while handing the P off: a new M that hand-off may start
+        // must come from the template thread, not be cloned from this one, whose
+        // state the G may have changed (template.rs).
         if m.p().is_some() {
             hand_off_p(m.release_p());
         }
+        m.set_lockedg(None);
         return false;
     }
     true

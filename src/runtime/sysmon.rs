@@ -11,8 +11,9 @@
 //!   moment the process runs more threads than GOMAXPROCS: code that cannot be
 //!   interrupted asynchronously can only be worked around, not stopped. Time in
 //!   blocking calls counts as running (Go's `sysretake`): a G looping on short
-//!   calls is asked to yield when a call returns, and after 20 ms its P is handed
-//!   off at its next call, however short;
+//!   calls is asked to yield when one returns, and after 20 ms its P is handed
+//!   off even between calls if something needs it; a G in one long call is not
+//!   asked to yield (losing its P was enough);
 //! - **time slices**: a P whose `schedtick` has not moved for 10 ms while it ran
 //!   is flagged (`P::slice_over`), so a pair of Gs readying each other through
 //!   `runnext`, which inherit the slice, give the P up at their next switch;
@@ -107,7 +108,7 @@ impl Sysmon {
 }
 
 /// What sysmon last saw of a P (Go's `sysmontick`).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Seen {
     context_switches: u64,
     since: u64,
@@ -116,6 +117,28 @@ struct Seen {
     slice_since: u64,
     syscalltick: u64,
     syscall_since: u64,
+}
+
+impl Seen {
+    /// A P first seen at `now` (a new one, from a resize): counting starts now,
+    /// and the first look at its counters restarts it anyway.
+    fn starting(now: u64) -> Seen {
+        Seen {
+            context_switches: 0,
+            since: now,
+            schedtick: 0,
+            slice_since: now,
+            syscalltick: 0,
+            syscall_since: now,
+        }
+    }
+
+    /// Counts from `now` again, whatever the counters say.
+    fn restart(&mut self, now: u64) {
+        self.since = now;
+        self.slice_since = now;
+        self.syscall_since = now;
+    }
 }
 
 /// Starts the sysmon thread.
@@ -167,6 +190,10 @@ fn run(s: &'static Sched) -> ! {
             sleep = sleep.min(Duration::from_nanos(next_trace.saturating_sub(s.nanotime())));
         }
         if trace_ns == 0 && deep_sleep(s) {
+            // Every P idled: whoever holds one now starts a fresh count (a G back
+            // from a blocking call may hold it without a switch to show for it).
+            let now = s.nanotime();
+            seen.iter_mut().for_each(|seen| seen.restart(now));
             continue;
         }
         let long = sleep >= LONG_SLEEP;
@@ -230,7 +257,7 @@ struct Looked {
 /// Retakes Ps from blocking calls and hogs (Go's `retake`).
 fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
     let n = s.gomaxprocs();
-    seen.resize(n, Seen::default());
+    seen.resize(n, Seen::starting(now));
     let mut taken = 0;
     let mut next_due = u64::MAX;
     for (p, seen) in s.procs().zip(seen.iter_mut()) {
@@ -253,12 +280,12 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
         }
         let ran = now.saturating_sub(seen.since);
         let Some(m) = st.m() else { continue };
-        if ran >= PREEMPT_AFTER_NS {
-            // Checked at its next goro call, or when its blocking call returns.
-            m.preempt.store(true, Ordering::Relaxed);
-        }
         match status {
             PStatus::Running => {
+                if ran >= PREEMPT_AFTER_NS {
+                    // Checked at its next goro call.
+                    m.preempt.store(true, Ordering::Relaxed);
+                }
                 // Gs taken from `runnext` inherit the slice and leave `schedtick`
                 // alone (context switches do move): a slice this old is over.
                 let tick = p.counters.schedtick.load(Ordering::Relaxed);
@@ -288,11 +315,17 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                 }
             }
             PStatus::Syscall => {
-                // A G that has held its P this long, however short its calls, gives
-                // it up (Go's `sysretake`).
-                let hog = ran >= RETAKE_AFTER_NS;
                 let t = p.syscalltick.load(Ordering::Relaxed);
-                if seen.syscalltick != t {
+                let cycling = seen.syscalltick != t;
+                if cycling && ran >= PREEMPT_AFTER_NS {
+                    // In and out of short calls for 10 ms: asked to yield when
+                    // one returns (`blocking` checks). Not a G in one long call.
+                    m.preempt.store(true, Ordering::Relaxed);
+                }
+                // A G that has held its P this long, however short its calls, is
+                // not left alone for being between calls (Go's `sysretake`).
+                let hog = ran >= RETAKE_AFTER_NS;
+                if cycling {
                     seen.syscalltick = t;
                     seen.syscall_since = now;
                     if !hog {
@@ -301,14 +334,17 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                 }
                 // Go's rule: leave it if nothing waits for it and there are Ms to
                 // pick up new work, unless the call has gone on for long.
-                let wanted = hog
-                    || !p.runq.is_empty()
+                let wanted = !p.runq.is_empty()
                     || p.timers.next() != NO_TIMER
                     || s.idle.nmspinning() + s.idle.npidle() == 0
                     || now.saturating_sub(seen.syscall_since) >= SYSCALL_FORCE_NS;
                 if wanted && p.cas_state(st, PState::new(None, PStatus::Idle)) {
                     s.counters.syscall_handoffs.fetch_add(1, Ordering::Relaxed);
                     hand_off_p(p.id);
+                    if !hog {
+                        // One long call: it lost its P, that is enough.
+                        m.preempt.store(false, Ordering::Relaxed);
+                    }
                     // Its G may take it back before anything switches there: that
                     // is a fresh start, not a hog.
                     seen.since = now;

@@ -11,8 +11,9 @@
 //! it does nothing else.
 //!
 //! Threads: any M queues under `REQUESTS`' lock and notifies `READY`; only the
-//! template thread pops. A request's M record is not yet known to any other
-//! thread, so handing it over through the lock is all the synchronisation needed.
+//! template thread pops. The request's M record is already listed (traces read
+//! it), but only through atomics; nothing else starts or runs it, so handing it
+//! over through the lock is all the synchronisation needed.
 
 use super::m::{spawn_thread, M};
 use std::sync::{Condvar, Mutex, Once};
