@@ -1465,43 +1465,32 @@ fn chan_len_is_zero() {
 /// time it is received (500 ms later); up to 10 tries, as Go.
 #[test]
 fn after_times() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("after_times", LIMIT);
-    in_g(|| {
-        for _ in 0..10 {
-            let start = Instant::now();
-            let c = after(10 * MS);
-            sleep(500 * MS);
-            let dt = c.recv().unwrap() - start;
-            assert!(dt >= 10 * MS, "after(10ms) sent a time only {dt:?} after start");
-            if dt < 400 * MS {
-                return;
-            }
-            eprintln!("after(10ms) time is +{dt:?}, want < 400ms");
-        }
-        panic!("after sends the receive time, not the firing time");
-    });
+    sends_the_firing_time("after", after);
 }
 
 /// Go's TestTickTimes: the same for tick(10 ms).
 #[test]
 fn tick_times() {
+    sends_the_firing_time("tick", tick);
+}
+
+/// The body of `after_times` and `tick_times`, for the channel `make(10 ms)`.
+fn sends_the_firing_time(name: &'static str, make: fn(Duration) -> Receiver<Instant>) {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("tick_times", LIMIT);
-    in_g(|| {
+    let _w = common::watchdog(name, LIMIT);
+    in_g(move || {
         for _ in 0..10 {
             let start = Instant::now();
-            let c = tick(10 * MS);
+            let c = make(10 * MS);
             sleep(500 * MS);
             let dt = c.recv().unwrap() - start;
-            assert!(dt >= 10 * MS, "tick(10ms) sent a time only {dt:?} after start");
+            assert!(dt >= 10 * MS, "{name}(10ms) sent a time only {dt:?} after start");
             if dt < 400 * MS {
                 return;
             }
-            eprintln!("tick(10ms) time is +{dt:?}, want < 400ms");
+            eprintln!("{name}(10ms) time is +{dt:?}, want < 400ms");
         }
-        panic!("tick sends the receive time, not the tick time");
+        panic!("{name} sends the receive time, not the firing time");
     });
 }
