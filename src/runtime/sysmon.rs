@@ -39,7 +39,7 @@
 
 use super::note::Note;
 use super::ownership::try_take_running;
-use super::p::{PState, PStatus};
+use super::p::{PState, PStatus, P};
 use super::sched::Sched;
 use super::schedule::SLICE_NS;
 use super::timers::NO_TIMER;
@@ -120,15 +120,15 @@ struct Seen {
 }
 
 impl Seen {
-    /// A P first seen at `now` (a new one, from a resize): counting starts now,
-    /// and the first look at its counters restarts it anyway.
-    fn starting(now: u64) -> Seen {
+    /// `p` as seen at `now`, counting from then: a G that later runs there starts
+    /// a fresh count, not a hog at once.
+    fn observed(p: &P, now: u64) -> Seen {
         Seen {
-            context_switches: 0,
+            context_switches: p.counters.context_switches.load(Ordering::Relaxed),
             since: now,
-            schedtick: 0,
+            schedtick: p.counters.schedtick.load(Ordering::Relaxed),
             slice_since: now,
-            syscalltick: 0,
+            syscalltick: p.syscalltick.load(Ordering::Relaxed),
             syscall_since: now,
         }
     }
@@ -257,18 +257,17 @@ struct Looked {
 /// Retakes Ps from blocking calls and hogs (Go's `retake`).
 fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
     let n = s.gomaxprocs();
-    seen.resize(n, Seen::starting(now));
+    seen.truncate(n);
+    while seen.len() < n {
+        seen.push(Seen::observed(s.p(seen.len()), now));
+    }
     let mut taken = 0;
     let mut next_due = u64::MAX;
     for (p, seen) in s.procs().zip(seen.iter_mut()) {
         let st = p.state();
         let status = st.status();
         if !matches!(status, PStatus::Running | PStatus::Syscall) {
-            // A G that later runs here starts a fresh count: not a hog at once.
-            seen.context_switches = p.counters.context_switches.load(Ordering::Relaxed);
-            seen.since = now;
-            seen.schedtick = p.counters.schedtick.load(Ordering::Relaxed);
-            seen.slice_since = now;
+            *seen = Seen::observed(p, now);
         }
         // How long the P's G has held it without a switch, running or in and out
         // of blocking calls (which move no context switch): Go counts a G that

@@ -161,10 +161,10 @@ impl Fire for Inner {
 /// [`stop`](Timer::stop) or [`reset`](Timer::reset) returns, no value from the old
 /// deadline is received, even one sent before the call and not yet received. The
 /// channel never closes; a fired value waits in it until received, stopped or
-/// reset, but its `len()` and `capacity()` are 0, as Go 1.23's. Once the `Timer` and every clone
-/// of its receiver are dropped, the timer is dead and leaves the timer heap, fired
-/// or not (an [`after_func`] timer excepted: it runs regardless). `Timer` is `Send`
-/// and `Sync`; its methods take `&self`.
+/// reset, but its `len()` and `capacity()` are 0, as Go 1.23's. Once the `Timer`
+/// and every clone of its receiver are dropped, the timer is dead and leaves the
+/// timer heap, fired or not (an [`after_func`] timer excepted: it runs
+/// regardless). `Timer` is `Send` and `Sync`; its methods take `&self`.
 ///
 /// ```
 /// use std::time::Duration;
