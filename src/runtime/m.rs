@@ -66,6 +66,9 @@ pub(crate) struct M {
     rng: AtomicU64,
     /// Core this thread is pinned to + 1, 0 if not pinned.
     pinned: AtomicUsize,
+    /// How long it may poll-spin before sleeping (ns). Own thread only; see
+    /// [`super::pollspin`].
+    pub(crate) poll_spin_budget: AtomicU64,
 }
 
 impl M {
@@ -87,6 +90,7 @@ impl M {
             // Any odd seed works for xorshift; mix the id in so Ms differ.
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15 ^ ((id as u64 + 1) << 17) | 1),
             pinned: AtomicUsize::new(0),
+            poll_spin_budget: AtomicU64::new(super::pollspin::BUDGET_NS),
         }
     }
 
@@ -100,6 +104,8 @@ impl M {
         self.depth.store(1, Ordering::Relaxed);
         self.preempt.store(false, Ordering::Relaxed);
         self.pinned.store(0, Ordering::Relaxed);
+        self.poll_spin_budget
+            .store(super::pollspin::BUDGET_NS, Ordering::Relaxed);
     }
 
     /// The P this M holds. From G context, use [`super::ownership::with_p`]

@@ -57,6 +57,7 @@ pub(crate) mod ownership;
 pub(crate) mod p;
 mod panics;
 pub(crate) mod park;
+mod pollspin;
 pub(crate) mod preempt;
 mod procresize;
 mod quadheap;

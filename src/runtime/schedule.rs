@@ -16,8 +16,10 @@
 //!    four rounds over the other Ps in a random order (random start, coprime
 //!    stride), taking half a victim's ring; the last round also runs victims' due
 //!    timers and may take their `runnext`;
-//! 7. nothing: idle the P and re-check (see [`super::wake`] for why that order),
-//!    then either block in the poller until the next timer, or park the M.
+//! 7. nothing: while Gs wait on the network, yield the thread and search again,
+//!    for up to the M's poll-spin budget ([`super::pollspin`]); then idle the P
+//!    and re-check (see [`super::wake`] for why that order), and either block in
+//!    the poller until the next timer, or park the M.
 //!
 //! Stalled Ps: every 61 scheduling rounds a busy P also looks at the other Ps. One
 //! that is running, has queued Gs, and has switched to no G since the previous
@@ -40,8 +42,10 @@ use super::m::{set_current_g, M};
 use super::ownership::{enter_runtime, leave_runtime};
 use super::p::{bump, PState, PStatus, P};
 use super::park::Waiter;
+use super::pollspin::{network_in_use, PollSpin};
 use super::runq::RING_CAP;
 use super::sched::{sched, Sched};
+use super::sync_prims::spin_yield;
 use super::timers::NO_TIMER;
 use super::wake::{
     become_spinning, drop_spinning, hand_off_p, idle_p_unless_stopping, reset_spinning, start_locked_m, stop_locked_m,
@@ -219,6 +223,14 @@ fn exit_g(m: &'static M, p: Option<&P>, g: GRef) -> bool {
 /// and whether the G inherits the time slice; `None` if the M was retired while
 /// parked.
 fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
+    let mut spin = PollSpin::new();
+    let found = search(m, &mut spin);
+    spin.end(m, found.is_some());
+    found
+}
+
+/// [`find_runnable`]'s search; `spin` is its poll-spin ([`super::pollspin`]).
+fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
     let s = sched();
     'top: loop {
         if s.stopping.load(Ordering::SeqCst) {
@@ -285,7 +297,13 @@ fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
             }
         }
 
-        // Nothing to do: give up the P.
+        // Nothing to do. While Gs wait on the network, yield the thread and look
+        // again for a moment before sleeping.
+        if spin.go_on(m, network_in_use(s), s.nanotime()) {
+            spin_yield();
+            continue 'top;
+        }
+        // Give up the P.
         {
             let mut idle = s.idle.lock();
             if !m.spinning() && s.idle.needspinning() == 1 {
@@ -330,11 +348,14 @@ fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
             let timeout =
                 (poll_until != NO_TIMER).then(|| Duration::from_nanos(poll_until.saturating_sub(s.nanotime())));
             let mut woken = Vec::new();
+            let slept_from = s.nanotime();
             m.set_blocked(true);
             s.poller.poll(timeout, &mut woken);
             m.set_blocked(false);
             s.poll_until.store(0, Ordering::SeqCst);
-            s.lastpoll.store(s.nanotime().max(1), Ordering::SeqCst);
+            let now = s.nanotime();
+            s.lastpoll.store(now.max(1), Ordering::SeqCst);
+            PollSpin::woke(m, now.saturating_sub(slept_from));
             // Take a P first, so the readied Gs land on it (and this M runs them);
             // without one they go to the global queue and wake other Ms.
             let p = s.idle.lock().pidle_get();
@@ -354,9 +375,11 @@ fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
                 s.poller.wake();
             }
         }
+        let slept_from = s.nanotime();
         if !stop_m(m) {
             return None;
         }
+        PollSpin::woke(m, s.nanotime().saturating_sub(slept_from));
     }
 }
 
