@@ -321,20 +321,29 @@ pub(crate) fn ready(g: GRef) {
 /// Readies a batch of parked Gs found together (by the network poller) at the
 /// tail of this M's P's queue, oldest first, as Go's `injectglist` does: none of
 /// them jumps the queue through `runnext`, so under load every connection waits
-/// its turn in FIFO order. One `wakep` for the whole batch.
+/// its turn in FIFO order.
+///
+/// Then one `wakep` for the whole batch, unless the batch is a single G put on
+/// an empty queue: the caller, an M in its search for work, takes that G next
+/// itself, and a woken helper would only spin and sleep again. (Waking one for
+/// every request of a server with sparse traffic cost two thread wake-ups per
+/// request; see docs/DESIGN.md, "Poll-spinning".) Without a P (sysmon's poll)
+/// the Gs go to the global queue, and an M is always woken.
 pub(crate) fn ready_batch(gs: impl Iterator<Item = GRef>) {
-    let mut any = false;
-    with_p(|p| {
+    let wake = with_p(|p| {
+        let queued_before = p.map_or(true, |p| !p.runq.is_empty());
+        let mut n = 0;
         for g in gs {
-            any = true;
+            n += 1;
             g.cas_status(Status::Waiting, Status::Runnable);
             match p {
                 Some(p) => p.runq_put(g, false),
                 None => sched().global.push(g),
             }
         }
+        n > 1 || (n == 1 && queued_before)
     });
-    if any {
+    if wake {
         wakep();
     }
 }

@@ -336,8 +336,14 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
                 become_spinning(m);
                 continue 'top;
             }
-            poll_until = poll_until.min(earliest_timer(s));
         }
+        // The earliest timer of every P, not only this M's last one: the poller
+        // sleeps until then, and an M idling a P with an earlier timer wakes it
+        // (below). With only its own P's timers, the poller slept without a
+        // timeout while another P held a connection's deadline, and the next M to
+        // idle that P woke it through the eventfd: one more wake-up per request
+        // for a server with sparse traffic. (Go scans only when it was spinning.)
+        poll_until = poll_until.min(earliest_timer(s));
 
         // Block in the poller until the next timer or network event, if nobody
         // else is.
@@ -362,9 +368,12 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             if let Some(p) = p {
                 m.acquire_p(p);
             }
-            ready_polled(s, woken);
+            let readied = ready_polled(s, woken);
             if m.p_id().is_some() {
-                if was_spinning {
+                // With Gs readied onto our P we go and run them, as Go does: not
+                // as a spinner, whose finding work would wake yet another M
+                // (`ready_batch` already woke one if there is work for two).
+                if was_spinning && !readied {
                     become_spinning(m);
                 }
                 continue 'top;

@@ -7,7 +7,9 @@
 //! and every M asleep). The rules:
 //! 1. Whoever makes a G runnable (spawn, ready, yield, a timer, a spill to the global
 //!    queue) calls [`wakep`] afterwards. It wakes an M only if there is an idle P
-//!    and no spinning M; the woken M starts spinning.
+//!    and no spinning M; the woken M starts spinning. One exception: an M in its
+//!    search that readies a single G from the poller onto its own empty queue
+//!    takes that G next itself (`park::ready_batch`), so it wakes nobody.
 //! 2. A spinning M that finds work stops spinning and, if it was the last spinner,
 //!    calls [`wakep`] again ([`reset_spinning`]): work tends to come in bursts and
 //!    the next G may need another M.

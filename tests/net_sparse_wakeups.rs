@@ -1,0 +1,73 @@
+//! A server with sparse traffic (one request at a time, with pauses between)
+//! wakes one M per request, not two: the M that the poller wakes runs the
+//! readied G itself, and wakes no helper for a single G. Counted as the Ms'
+//! voluntary context switches (sleeps), from /proc. (Its own binary: the counts
+//! are per process, and GOMAXPROCS is 2.)
+//!
+//! Before the fix, each request cost about two sleeps: the poller M, back from
+//! the poll as a spinner, woke a second M when it took the G, and that M found
+//! nothing and slept again.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+const ROUNDS: usize = 300;
+
+/// Voluntary context switches of the runtime's M threads so far.
+fn m_sleeps() -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let dir = task.unwrap().path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if !comm.starts_with("goro-m") {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        total += status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .map_or(0, |v| v.trim().parse::<u64>().unwrap());
+    }
+    total
+}
+
+#[test]
+fn one_m_wakes_per_sparse_request() {
+    common::init_procs(2);
+    let _wd = common::watchdog("one_m_wakes_per_sparse_request", Duration::from_secs(60));
+    let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let server = goro::go!(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = [0u8; 64];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => s.write_all(&buf[..n]).unwrap(),
+            }
+        }
+    });
+    let mut client = std::net::TcpStream::connect(addr).unwrap();
+    client.set_nodelay(true).unwrap();
+    let mut echo = [0u8; 4];
+    let mut round_trip = |client: &mut std::net::TcpStream| {
+        client.write_all(b"ping").unwrap();
+        client.read_exact(&mut echo).unwrap();
+    };
+    round_trip(&mut client); // the connection's G exists and has parked once
+    let before = m_sleeps();
+    for _ in 0..ROUNDS {
+        // A pause long enough for every M to run out of work and sleep.
+        std::thread::sleep(Duration::from_millis(1));
+        round_trip(&mut client);
+    }
+    let per_request = (m_sleeps() - before) as f64 / ROUNDS as f64;
+    drop(client);
+    server.join().unwrap();
+    assert!(
+        per_request < 1.5,
+        "{per_request:.2} M sleeps per sparse request (one M should serve each)"
+    );
+}
