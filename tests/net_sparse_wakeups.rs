@@ -7,6 +7,10 @@
 //! Before the fix, each request cost about two sleeps: the poller M, back from
 //! the poll as a spinner, woke a second M when it took the G, and that M found
 //! nothing and slept again.
+//!
+//! Nor does sysmon wake for every request: a look it makes early to poll the
+//! network (1 ms after the last poll, while a P idles) must not end in its deep
+//! sleep, out of which the next request's M would have to wake it.
 
 mod common;
 
@@ -14,24 +18,6 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 const ROUNDS: usize = 300;
-
-/// Voluntary context switches of the runtime's M threads so far.
-fn m_sleeps() -> u64 {
-    let mut total = 0;
-    for task in std::fs::read_dir("/proc/self/task").unwrap() {
-        let dir = task.unwrap().path();
-        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if !comm.starts_with("goro-m") {
-            continue;
-        }
-        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
-        total += status
-            .lines()
-            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-            .map_or(0, |v| v.trim().parse::<u64>().unwrap());
-    }
-    total
-}
 
 #[test]
 fn one_m_wakes_per_sparse_request() {
@@ -57,17 +43,23 @@ fn one_m_wakes_per_sparse_request() {
         client.read_exact(&mut echo).unwrap();
     };
     round_trip(&mut client); // the connection's G exists and has parked once
-    let before = m_sleeps();
+    let before = common::m_sleeps();
+    let sysmon_before = common::sysmon_sleeps();
     for _ in 0..ROUNDS {
         // A pause long enough for every M to run out of work and sleep.
         std::thread::sleep(Duration::from_millis(1));
         round_trip(&mut client);
     }
-    let per_request = (m_sleeps() - before) as f64 / ROUNDS as f64;
+    let per_request = (common::m_sleeps() - before) as f64 / ROUNDS as f64;
+    let sysmon_per_request = (common::sysmon_sleeps() - sysmon_before) as f64 / ROUNDS as f64;
     drop(client);
     server.join().unwrap();
     assert!(
         per_request < 1.5,
         "{per_request:.2} M sleeps per sparse request (one M should serve each)"
+    );
+    assert!(
+        sysmon_per_request < 1.0,
+        "{sysmon_per_request:.2} sysmon sleeps per sparse request"
     );
 }

@@ -225,7 +225,9 @@ fn exit_g(m: &'static M, p: Option<&P>, g: GRef) -> bool {
 fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
     let mut spin = PollSpin::new();
     let found = search(m, &mut spin);
-    spin.end(m, found.is_some());
+    if let (Some(_), Some(p)) = (&found, m.p()) {
+        spin.found(m, p.runq.ring_len());
+    }
     found
 }
 
@@ -235,6 +237,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
     'top: loop {
         if s.stopping.load(Ordering::SeqCst) {
             // A stop-the-world is collecting the Ps: give ours up and wait.
+            spin.abandon(m);
             stop_for_stw(m);
             if !stop_m(m) {
                 return None;
@@ -299,8 +302,10 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
 
         // Nothing to do. While Gs wait on the network, yield the thread and look
         // again for a moment before sleeping.
-        if spin.go_on(m, network_in_use(s), s.nanotime()) {
+        let now = s.nanotime();
+        if spin.go_on(m, network_in_use(s), now, poll_until) {
             spin_yield();
+            spin.yielded(s.nanotime().saturating_sub(now));
             continue 'top;
         }
         // Give up the P.
@@ -336,14 +341,15 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
                 become_spinning(m);
                 continue 'top;
             }
+            // A spinner answers for every P's timers (Go's rule: a timer added
+            // while nobody polls wakes a spinner, `wake_netpoller`), so it sleeps
+            // until the earliest. A non-spinning M sleeps until its own P's only:
+            // a running P's timers are its owner's to run, and an M that slept
+            // until one of them woke to a timer it could not run, and polled
+            // again and again until the owner did (twice the M wake-ups of a
+            // timer-only workload; `tests/timer_wakeups.rs`).
+            poll_until = poll_until.min(earliest_timer(s));
         }
-        // The earliest timer of every P, not only this M's last one: the poller
-        // sleeps until then, and an M idling a P with an earlier timer wakes it
-        // (below). With only its own P's timers, the poller slept without a
-        // timeout while another P held a connection's deadline, and the next M to
-        // idle that P woke it through the eventfd: one more wake-up per request
-        // for a server with sparse traffic. (Go scans only when it was spinning.)
-        poll_until = poll_until.min(earliest_timer(s));
 
         // Block in the poller until the next timer or network event, if nobody
         // else is.
@@ -351,17 +357,16 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         if (net || poll_until != NO_TIMER) && s.lastpoll.swap(0, Ordering::SeqCst) != 0 {
             s.poll_until
                 .store(if poll_until == NO_TIMER { 0 } else { poll_until }, Ordering::SeqCst);
-            let timeout =
-                (poll_until != NO_TIMER).then(|| Duration::from_nanos(poll_until.saturating_sub(s.nanotime())));
-            let mut woken = Vec::new();
             let slept_from = s.nanotime();
+            let timeout = (poll_until != NO_TIMER).then(|| poll_until.saturating_sub(slept_from));
+            let mut woken = Vec::new();
             m.set_blocked(true);
-            s.poller.poll(timeout, &mut woken);
+            s.poller.poll(timeout.map(Duration::from_nanos), &mut woken);
             m.set_blocked(false);
             s.poll_until.store(0, Ordering::SeqCst);
             let now = s.nanotime();
             s.lastpoll.store(now.max(1), Ordering::SeqCst);
-            PollSpin::woke(m, now.saturating_sub(slept_from));
+            PollSpin::woke(m, now.saturating_sub(slept_from), timeout);
             // Take a P first, so the readied Gs land on it (and this M runs them);
             // without one they go to the global queue and wake other Ms.
             let p = s.idle.lock().pidle_get();
@@ -388,7 +393,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         if !stop_m(m) {
             return None;
         }
-        PollSpin::woke(m, s.nanotime().saturating_sub(slept_from));
+        PollSpin::woke(m, s.nanotime().saturating_sub(slept_from), None);
     }
 }
 

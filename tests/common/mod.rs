@@ -1,6 +1,7 @@
 //! Shared test helpers: a watchdog for tests that would hang on a lost wake-up,
 //! running this test binary again as a child process, starting the runtime with
-//! a given GOMAXPROCS, and making a socket reset its connection when closed.
+//! a given GOMAXPROCS, making a socket reset its connection when closed,
+//! counting the Ms' sleeps, and keeping every core busy.
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::process::{Command, Output};
@@ -124,4 +125,71 @@ pub fn reset_on_close(s: &impl std::os::fd::AsRawFd) {
         )
     };
     assert_eq!(rc, 0);
+}
+
+/// Voluntary context switches (sleeps: futex, epoll) of the runtime's M threads
+/// so far, from /proc.
+pub fn m_sleeps() -> u64 {
+    thread_sleeps(|name| name.starts_with("goro-m"))
+}
+
+/// Voluntary context switches of the sysmon thread so far, from /proc.
+pub fn sysmon_sleeps() -> u64 {
+    thread_sleeps(|name| name.trim_end() == "goro-sysmon")
+}
+
+fn thread_sleeps(counted: impl Fn(&str) -> bool) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let dir = task.unwrap().path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if !counted(&comm) {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        total += status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .map_or(0, |v| v.trim().parse::<u64>().unwrap());
+    }
+    total
+}
+
+/// Plain threads that compute without ever blocking, one per core, until
+/// dropped: the machine as a busy neighbour process would leave it.
+pub struct CpuHogs {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+pub fn cpu_hogs() -> CpuHogs {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let threads = (0..cores)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    CpuHogs { stop, threads }
+}
+
+impl Drop for CpuHogs {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The value at quantile `q` (0..=1) of `samples`, sorted in place.
+pub fn quantile<T: Ord + Copy>(samples: &mut [T], q: f64) -> T {
+    samples.sort_unstable();
+    samples[((samples.len() - 1) as f64 * q).round() as usize]
 }
