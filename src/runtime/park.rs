@@ -327,8 +327,9 @@ pub(crate) fn ready(g: GRef) {
 /// an empty queue: the caller, an M in its search for work, takes that G next
 /// itself, and a woken helper would only spin and sleep again. (Waking one for
 /// every request of a server with sparse traffic cost two thread wake-ups per
-/// request; see docs/DESIGN.md, "Poll-spinning".) Without a P (sysmon's poll)
-/// the Gs go to the global queue, and an M is always woken.
+/// request; see docs/DESIGN.md, "One M per request when traffic is sparse":
+/// sysmon's 1 ms network poll covers the time that G runs.) Without a P
+/// (sysmon's poll) the Gs go to the global queue, and an M is always woken.
 pub(crate) fn ready_batch(gs: impl Iterator<Item = GRef>) {
     let wake = with_p(|p| {
         let queued_before = p.map_or(true, |p| !p.runq.is_empty());
