@@ -45,7 +45,7 @@ use super::park::Waiter;
 use super::pollspin::{network_in_use, PollSpin};
 use super::runq::RING_CAP;
 use super::sched::{sched, Sched};
-use super::sync_prims::spin_yield;
+use super::sync_prims::{nap, spin_yield};
 use super::timers::NO_TIMER;
 use super::wake::{
     become_spinning, drop_spinning, hand_off_p, idle_p_unless_stopping, reset_spinning, start_locked_m, stop_locked_m,
@@ -62,9 +62,9 @@ const GLOBAL_CHECK_PERIOD: u64 = 61;
 const LOOK_PERIOD: u32 = 61;
 /// A time slice (Go's `forcePreemptNS`).
 pub(crate) const SLICE_NS: u64 = 10_000_000;
-/// Spin hints before stealing a running P's `runnext`: about 3 µs (a `pause` is
-/// ~20 ns on this class of x86), Go's delay there.
-const RUNNEXT_STEAL_SPINS: u32 = 150;
+/// How long a thief sleeps before taking a running P's `runnext` (Go's
+/// `usleep(3)`; with the kernel's timer slack, 70–80 µs).
+const RUNNEXT_STEAL_PAUSE: Duration = Duration::from_micros(3);
 /// Steal rounds over all Ps (Go's `stealTries`).
 const STEAL_TRIES: usize = 4;
 
@@ -541,11 +541,16 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
             }
             let running = v.status() == super::p::PStatus::Running;
             // Before taking a running P's `runnext`, give its owner a moment to run
-            // it first (Go: usleep(3)). A busy-wait keeps this M spinning, which
-            // spares a park/unpark pair when work is about to come; timing it with
-            // the clock cost 15% of a spawn storm's cycles, and yielding the thread
-            // instead made Ms park more (+16% spawn+join time), so it is a fixed
-            // count of spin hints.
+            // it first: sleep, as Go does (usleep(3)). The M stays spinning while
+            // it sleeps, so the owner's next `wakep` sees a spinner and wakes
+            // nobody, and the sleeper's looks at the victim's queue do not pull
+            // its cache line away from the owner meanwhile. A pair of Gs
+            // ping-ponging on one P otherwise paid a futex wake and a line
+            // bounce every few round trips (procs=2 ping-pong 290 -> 150 ns;
+            // spawn+join, buffered and contended-mutex benchmarks gained too).
+            // Busy-waiting 150 spin hints, timing the wait with the clock (15% of
+            // a spawn storm's cycles in `clock_gettime`) and yielding the thread
+            // (Ms parked more: spawn+join +16%) were tried before.
             //
             // Then steal only if the owner ran nothing meanwhile. Two Gs readying
             // each other alternate in `runnext` (A, B, A, ...), so after the pause
@@ -557,9 +562,7 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
                     return true;
                 }
                 let before = v.counters.context_switches.load(Ordering::Relaxed);
-                for _ in 0..RUNNEXT_STEAL_SPINS {
-                    std::hint::spin_loop();
-                }
+                nap(RUNNEXT_STEAL_PAUSE);
                 v.counters.context_switches.load(Ordering::Relaxed) == before
             };
             if let Some(g) = steal_from(p, v, last, pause) {

@@ -39,6 +39,21 @@ pub(crate) fn spin_yield() {
     std::thread::yield_now();
 }
 
+/// Sleeps at least `d`: off the CPU, so another thread (the one being waited
+/// for, or any other) gets it. Under loom, a yield.
+#[cfg(loom)]
+pub(crate) fn nap(_d: std::time::Duration) {
+    loom::thread::yield_now();
+}
+
+/// Sleeps at least `d`: off the CPU, so another thread (the one being waited
+/// for, or any other) gets it. The kernel adds the thread's timer slack (50 µs
+/// by default), so a few microseconds become 70–80 µs on this machine.
+#[cfg(not(loom))]
+pub(crate) fn nap(d: std::time::Duration) {
+    std::thread::sleep(d);
+}
+
 /// Under loom, threads block in one "parking lot" (a loom `Mutex` + `Condvar`)
 /// instead of `park`/`unpark`: loom's `unpark` also wakes a thread blocked in a
 /// `join` or a lock (it keeps no token per kind of block), which breaks models
