@@ -117,13 +117,14 @@ impl PollSpin {
             self.stop(m, Verdict::Neutral);
             return false;
         }
-        if m.poll_spin_budget.load(Ordering::Relaxed) < MIN_SPIN_NS {
+        let budget = m.poll_spin_budget.load(Ordering::Relaxed);
+        if budget < MIN_SPIN_NS {
             return false;
         }
         if self.since == 0 {
             self.since = now.max(1);
         }
-        if now.saturating_sub(self.since) < m.poll_spin_budget.load(Ordering::Relaxed) {
+        if now.saturating_sub(self.since) < budget {
             return true;
         }
         self.stop(m, Verdict::Miss);
