@@ -263,7 +263,7 @@ impl TcpStream {
     pub fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
         let mut last = None;
         for a in addr.to_socket_addrs()? {
-            match connect_one(&a, None) {
+            match connect_addr(&a, None) {
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
@@ -295,7 +295,7 @@ impl TcpStream {
                 "cannot connect with a zero timeout",
             ));
         }
-        connect_one(addr, sched().deadline_in(timeout))
+        connect_addr(addr, sched().deadline_in(timeout))
     }
 
     /// Bounds how long each read (and [`peek`](TcpStream::peek)) may wait;
@@ -533,6 +533,29 @@ impl TcpStream {
     }
 }
 
+/// Connects to `addr` ([`connect_one`]), and again, up to twice, if the socket
+/// came back connected to itself, as Go's `Dial` does. Connecting to a local
+/// port that nobody listens on can do that: the kernel may pick that very port
+/// as the source port, and the handshake then completes with itself (Go's
+/// `TestTCPSelfConnect`: once every few hundred to few ten thousand tries here).
+/// The next try most likely gets another source port, and the honest answer,
+/// `ConnectionRefused`.
+fn connect_addr(addr: &SocketAddr, deadline: Option<u64>) -> io::Result<TcpStream> {
+    let mut stream = connect_one(addr, deadline)?;
+    for _ in 0..2 {
+        if !connected_to_itself(&stream) {
+            break;
+        }
+        stream = connect_one(addr, deadline)?;
+    }
+    Ok(stream)
+}
+
+fn connected_to_itself(stream: &TcpStream) -> bool {
+    let s = stream.inner.get_ref();
+    matches!((s.local_addr(), s.peer_addr()), (Ok(l), Ok(p)) if l == p)
+}
+
 /// Non-blocking connect: start it, park until the socket is writable (or the
 /// runtime clock reaches `deadline`: `TimedOut`), then ask the kernel how it went.
 fn connect_one(addr: &SocketAddr, deadline: Option<u64>) -> io::Result<TcpStream> {
@@ -596,14 +619,23 @@ fn vectored_len(lens: impl Iterator<Item = usize>) -> usize {
     lens.take(libc::UIO_MAXIOV as usize).sum()
 }
 
+/// A read into no buffer space returns 0 at once, as Go's `Read` does and as a
+/// blocking `recv` of 0 bytes does; the non-blocking `recv` says `EAGAIN` on a
+/// socket with no data, which would park the reader until data came.
 impl Read for &TcpStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let want = buf.len();
+        if want == 0 {
+            return Ok(0);
+        }
         self.inner.stream_io(Dir::Read, want, |mut s| s.read(buf))
     }
 
     fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
         let want = vectored_len(bufs.iter().map(|b| b.len()));
+        if want == 0 {
+            return Ok(0);
+        }
         self.inner.stream_io(Dir::Read, want, |mut s| s.read_vectored(bufs))
     }
 }
