@@ -34,7 +34,10 @@
 //! ([`Sysmon::p_acquired`]), waking only to retire idle Ms (Go's "deep sleep").
 //! It then goes on at the pace it had: a workload whose Ps all idle between
 //! bursts (HTTP at 64 connections) otherwise restarted the 20 µs pace at every
-//! burst, 6.7k sysmon wake-ups in 4.5 s instead of 0.5k.
+//! burst, 6.7k sysmon wake-ups in 4.5 s instead of 0.5k. A look that came early
+//! only for the 1 ms network rule goes back to that pace, not to deep sleep:
+//! under sparse traffic it would otherwise deep-sleep after every request and
+//! cost each next request a wake-up of sysmon (`tests/net_sparse_wakeups.rs`).
 //! Deep sleep and P acquisition pair through `SeqCst`: sysmon sets `deep` then
 //! re-reads `npidle`; an M takes a P off the idle list (`npidle` RMW), fences, then
 //! reads `deep`. One of them sees the other.
