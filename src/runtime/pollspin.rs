@@ -136,9 +136,14 @@ impl PollSpin {
         self.long_yield = ns >= LONG_YIELD_NS;
     }
 
-    /// The search found a G, with `queued` more in the P's ring.
-    pub(crate) fn found(&mut self, m: &M, queued: u32) {
-        let verdict = if self.long_yield && queued + 1 < BATCH {
+    /// The search found a G; `queued` counts the Gs left in the P's ring (asked
+    /// only after a long yield: the scheduling loop's common path, no spin at
+    /// all, reads nothing).
+    pub(crate) fn found(&mut self, m: &M, queued: impl FnOnce() -> u32) {
+        if self.since == 0 {
+            return;
+        }
+        let verdict = if self.long_yield && queued() + 1 < BATCH {
             Verdict::Wasted
         } else {
             Verdict::Hit
@@ -238,14 +243,14 @@ mod tests {
         let mut spin = PollSpin::new();
         assert!(spin.go_on(&m, true, 10, NO_TIMER));
         spin.yielded(200_000);
-        spin.found(&m, 0);
+        spin.found(&m, || 0);
         assert_eq!(budget(&m), BUDGET_NS);
     }
 
     #[test]
     fn work_found_without_spinning_leaves_the_budget() {
         let m = m_with_budget(BUDGET_NS / 4);
-        PollSpin::new().found(&m, 0);
+        PollSpin::new().found(&m, || unreachable!("no spin, nothing to count"));
         assert_eq!(budget(&m), BUDGET_NS / 4);
     }
 
@@ -275,7 +280,7 @@ mod tests {
         let mut spin = PollSpin::new();
         assert!(spin.go_on(&m, true, 10, NO_TIMER));
         spin.yielded(LONG_YIELD_NS * 3);
-        spin.found(&m, BATCH - 1);
+        spin.found(&m, || BATCH - 1);
         assert_eq!(budget(&m), BUDGET_NS);
     }
 
@@ -286,7 +291,7 @@ mod tests {
         let mut spin = PollSpin::new();
         assert!(spin.go_on(&m, true, 10, NO_TIMER));
         spin.yielded(LONG_YIELD_NS);
-        spin.found(&m, 0);
+        spin.found(&m, || 0);
         assert_eq!(budget(&m), 0);
         assert!(
             !PollSpin::new().go_on(&m, true, 30, NO_TIMER),
@@ -297,7 +302,7 @@ mod tests {
         let mut spin = PollSpin::new();
         assert!(spin.go_on(&m, true, 10, NO_TIMER));
         spin.yielded(LONG_YIELD_NS);
-        spin.found(&m, BATCH - 2);
+        spin.found(&m, || BATCH - 2);
         assert_eq!(budget(&m), 0);
     }
 
@@ -320,7 +325,7 @@ mod tests {
         spin.abandon(&m);
         assert_eq!(budget(&m), BUDGET_NS / 2);
         // And the next search starts afresh.
-        spin.found(&m, 0);
+        spin.found(&m, || 0);
         assert_eq!(budget(&m), BUDGET_NS / 2);
     }
 

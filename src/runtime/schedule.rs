@@ -226,7 +226,7 @@ fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
     let mut spin = PollSpin::new();
     let found = search(m, &mut spin);
     if let (Some(_), Some(p)) = (&found, m.p()) {
-        spin.found(m, p.runq.ring_len());
+        spin.found(m, || p.runq.ring_len());
     }
     found
 }
