@@ -117,6 +117,11 @@ pub(crate) struct Local {
     /// Scheduling rounds since this P's last periodic look around (network
     /// poll and stalled Ps; see `find_runnable`).
     pub(crate) rounds_since_look: u32,
+    /// A G that parked here armed a timer and left the wake-up that makes sure
+    /// an M watches it to this P's holder, which is searching for work
+    /// (`timers::add_timer_parked`): set until that search runs a G (then it
+    /// calls `wake_netpoller`) or idles the P (then it watches the timer itself).
+    pub(crate) timer_unwatched: bool,
     /// Each P's `context_switches` as this P saw it at its last look, indexed by
     /// P id (`schedule::steal_from_stalled`).
     pub(crate) seen_switches: Vec<u64>,
@@ -167,6 +172,7 @@ impl P {
                 goid_next: 0,
                 goid_end: 0,
                 rounds_since_look: 0,
+                timer_unwatched: false,
                 seen_switches: Vec::new(),
             }),
         }

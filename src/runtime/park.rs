@@ -36,7 +36,7 @@ use super::sched::sched;
 #[cfg(loom)]
 use super::sync_prims::lot;
 use super::sync_prims::{AtomicBool, AtomicU32, Ordering};
-use super::timers::{add_timer, Action};
+use super::timers::{add_timer_parked, Action};
 use super::wake::wakep;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
@@ -221,7 +221,7 @@ impl Parker {
                 // (a waker that wins meanwhile just leaves the timer dead on arrival).
                 let arm = OnDrop::new(move || {
                     drop(unlock);
-                    add_timer(when, Action::Timeout(claim));
+                    add_timer_parked(when, Action::Timeout(claim));
                 });
                 park_g(g, reason, arm);
             }
@@ -321,16 +321,29 @@ pub(crate) fn ready(g: GRef) {
 /// Readies a batch of parked Gs found together (by the network poller) at the
 /// tail of this M's P's queue, oldest first, as Go's `injectglist` does: none of
 /// them jumps the queue through `runnext`, so under load every connection waits
-/// its turn in FIFO order.
-///
-/// Then one `wakep` for the whole batch, unless the batch is a single G put on
-/// an empty queue: the caller, an M in its search for work, takes that G next
+/// its turn in FIFO order. Wakes an M as [`ready_found`] says.
+pub(crate) fn ready_batch(gs: impl Iterator<Item = GRef>) {
+    ready_found(gs, false);
+}
+
+/// Readies the Gs whose sleeps a run of due timers ended, each into `runnext` as
+/// [`ready`] does (a sleeper that wakes runs next, Go's rule), with one `wakep`
+/// for them all as [`ready_found`] says. The caller is an M in its search for
+/// work, which runs its queue next (`schedule::run_timers`).
+pub(crate) fn ready_sleepers(gs: impl Iterator<Item = GRef>) {
+    ready_found(gs, true);
+}
+
+/// Readies Gs that an M in its search for work found together, into its P's
+/// `runnext` (`next`) or ring tail, then calls one `wakep` for them all, unless
+/// they are a single G put on an empty queue: the caller takes that G next
 /// itself, and a woken helper would only spin and sleep again. (Waking one for
 /// every request of a server with sparse traffic cost two thread wake-ups per
-/// request; see docs/DESIGN.md, "One M per request when traffic is sparse":
+/// request, and one for every timer of a G sleeping alone 2.7 M sleeps per
+/// timer; see docs/DESIGN.md, "One M per request when traffic is sparse":
 /// sysmon's 1 ms network poll covers the time that G runs.) Without a P
 /// (sysmon's poll) the Gs go to the global queue, and an M is always woken.
-pub(crate) fn ready_batch(gs: impl Iterator<Item = GRef>) {
+fn ready_found(gs: impl Iterator<Item = GRef>, next: bool) {
     let wake = with_p(|p| {
         let queued_before = p.map_or(true, |p| !p.runq.is_empty());
         let mut n = 0;
@@ -338,7 +351,7 @@ pub(crate) fn ready_batch(gs: impl Iterator<Item = GRef>) {
             n += 1;
             g.cas_status(Status::Waiting, Status::Runnable);
             match p {
-                Some(p) => p.runq_put(g, false),
+                Some(p) => p.runq_put(g, next),
                 None => sched().global.push(g),
             }
         }

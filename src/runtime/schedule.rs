@@ -49,7 +49,7 @@ use super::sync_prims::{nap, spin_yield};
 use super::timers::NO_TIMER;
 use super::wake::{
     become_spinning, drop_spinning, hand_off_p, idle_p_unless_stopping, reset_spinning, start_locked_m, stop_locked_m,
-    stop_m, wakep,
+    stop_m, wake_netpoller, wakep,
 };
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
@@ -92,6 +92,7 @@ pub(crate) fn run(m: &'static M) {
         if m.spinning() {
             reset_spinning(m);
         }
+        watch_parked_timers(m);
         if let Some(locked) = g.lockedm() {
             if !std::ptr::eq(locked, m) {
                 // Its own M runs it, on our P; we look for a P again.
@@ -101,6 +102,23 @@ pub(crate) fn run(m: &'static M) {
         }
         if !execute(m, g, inherit) {
             return;
+        }
+    }
+}
+
+/// A G that parked on our P armed a timer and left the wake-up to this search
+/// (`timers::add_timer_parked`); we are about to run a G instead of watching the
+/// timer ourselves, so make sure an M does.
+#[inline(always)]
+fn watch_parked_timers(m: &M) {
+    let p = m.p().expect("found a G without a P");
+    // SAFETY: this M holds `p`; the reference dies in this function.
+    let local = unsafe { p.local() };
+    if local.timer_unwatched {
+        local.timer_unwatched = false;
+        let when = p.timers.next();
+        if when != NO_TIMER {
+            wake_netpoller(when);
         }
     }
 }
@@ -320,6 +338,11 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             // Go's pidleput invariant: an idle P has nothing queued (else that
             // work would be stranded: nobody looks at idle Ps' queues).
             debug_assert!(p.runq.is_empty(), "goro: idling P{} with Gs in its queue", p.id);
+            // Its timers are watched from here on: below, this M blocks in the
+            // poller until `poll_until`, or breaks the M in it out of a longer
+            // sleep (`timers::add_timer_parked`).
+            // SAFETY: this M holds `p`; the reference dies in this statement.
+            unsafe { p.local() }.timer_unwatched = false;
             idle.pidle_put(m.release_p());
         }
         let was_spinning = drop_spinning(m);
@@ -373,14 +396,17 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             if let Some(p) = p {
                 m.acquire_p(p);
             }
-            let readied = ready_polled(s, woken);
+            ready_polled(s, woken);
             if m.p_id().is_some() {
-                // With Gs readied onto our P we go and run them, as Go does: not
-                // as a spinner, whose finding work would wake yet another M
-                // (`ready_batch` already woke one if there is work for two).
-                if was_spinning && !readied {
-                    become_spinning(m);
-                }
+                // Back to the top holding a P, but not as a spinner (Go resumes
+                // spinning here if it was, when the poll readied nothing). A
+                // spinner that finds work wakes another M (`reset_spinning`): for
+                // the G of a timer that woke us, or Gs the poll readied onto our
+                // P, that M would only spin and sleep again, since we run them
+                // ourselves and `ready_batch`/`ready_sleepers` already woke one if
+                // there is work for two. (A G sleeping in a loop alone cost 2.7 M
+                // sleeps per timer; `tests/timer_wakeups.rs`.) Finding nothing,
+                // the search spins as any M may (`may_spin`).
                 continue 'top;
             }
         } else if poll_until != NO_TIMER {

@@ -40,7 +40,7 @@ use crate::runtime::g::WaitReason;
 use crate::runtime::m::current_g;
 use crate::runtime::park::{OnDrop, Parker};
 use crate::runtime::sched::sched;
-use crate::runtime::timers::{add_timer, Action};
+use crate::runtime::timers::{add_timer_parked, Action};
 use std::time::Duration;
 
 mod timer;
@@ -86,7 +86,7 @@ pub fn sleep(d: Duration) {
             // fire (and ready the G) before the G is off its stack.
             parker.park(
                 WaitReason::Sleep,
-                OnDrop::new(move || add_timer(when, Action::Ready(g))),
+                OnDrop::new(move || add_timer_parked(when, Action::Ready(g))),
             );
         }
     }
