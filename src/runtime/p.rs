@@ -117,10 +117,12 @@ pub(crate) struct Local {
     /// Scheduling rounds since this P's last periodic look around (network
     /// poll and stalled Ps; see `find_runnable`).
     pub(crate) rounds_since_look: u32,
-    /// A G that parked here armed a timer and left the wake-up that makes sure
-    /// an M watches it to this P's holder, which is searching for work
-    /// (`timers::add_timer_parked`): set until that search runs a G (then it
-    /// calls `wake_netpoller`) or idles the P (then it watches the timer itself).
+    /// Nobody may watch the timers while this P's holder runs its next G: a G
+    /// that parked here armed one and left the wake-up to the holder's search
+    /// (`timers::add_timer_parked`), or the holder came back from the poller.
+    /// Cleared when that search runs a G (`schedule::watch_timers`) or idles the
+    /// P (then it watches them itself). A stale mark (one left across a
+    /// stop-the-world) only costs one needless wake-up.
     pub(crate) timer_unwatched: bool,
     /// Each P's `context_switches` as this P saw it at its last look, indexed by
     /// P id (`schedule::steal_from_stalled`).

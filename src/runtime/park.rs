@@ -337,12 +337,14 @@ pub(crate) fn ready_sleepers(gs: impl Iterator<Item = GRef>) {
 /// Readies Gs that an M in its search for work found together, into its P's
 /// `runnext` (`next`) or ring tail, then calls one `wakep` for them all, unless
 /// they are a single G put on an empty queue: the caller takes that G next
-/// itself, and a woken helper would only spin and sleep again. (Waking one for
-/// every request of a server with sparse traffic cost two thread wake-ups per
-/// request, and one for every timer of a G sleeping alone 2.7 M sleeps per
-/// timer; see docs/DESIGN.md, "One M per request when traffic is sparse":
-/// sysmon's 1 ms network poll covers the time that G runs.) Without a P
-/// (sysmon's poll) the Gs go to the global queue, and an M is always woken.
+/// itself (after a global G, at most, on its every-61st round), and a woken
+/// helper would only spin and sleep again. (Waking one for every request of a
+/// server with sparse traffic cost two thread wake-ups per request, and a G
+/// sleeping alone 2.6 M sleeps per timer; see docs/DESIGN.md, "One M per
+/// request when traffic is sparse" and "One M per timer".) While that G runs,
+/// sysmon's 1 ms network poll covers the network, and `schedule::watch_timers`
+/// the timers. Without a P (sysmon's poll) the Gs go to the global queue, and
+/// an M is always woken.
 fn ready_found(gs: impl Iterator<Item = GRef>, next: bool) {
     let wake = with_p(|p| {
         let queued_before = p.map_or(true, |p| !p.runq.is_empty());

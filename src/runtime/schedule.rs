@@ -92,7 +92,7 @@ pub(crate) fn run(m: &'static M) {
         if m.spinning() {
             reset_spinning(m);
         }
-        watch_parked_timers(m);
+        watch_timers(m);
         if let Some(locked) = g.lockedm() {
             if !std::ptr::eq(locked, m) {
                 // Its own M runs it, on our P; we look for a P again.
@@ -106,18 +106,27 @@ pub(crate) fn run(m: &'static M) {
     }
 }
 
-/// A G that parked on our P armed a timer and left the wake-up to this search
-/// (`timers::add_timer_parked`); we are about to run a G instead of watching the
-/// timer ourselves, so make sure an M does.
+/// About to run a G where nobody may watch the timers (`P`'s `timer_unwatched`):
+/// a G that parked here armed one and left the wake-up to this search
+/// (`timers::add_timer_parked`), or this M came back from the poller, which was
+/// watching every timer due at or after its deadline, and runs a G it found
+/// there or one a timer readied, without waking a helper (`park::ready_found`).
+/// A timer due within sysmon's longest pace gets an M now (`wake_netpoller`:
+/// the poller is broken out of a longer sleep, or a spinner is woken, which
+/// sleeps in the poller until it); a later one is left to sysmon, which looks
+/// within that pace and then sleeps no later than the timer
+/// (`sysmon::timers_if_unwatched`). So a server's far-off idle deadlines cost no
+/// extra M per request.
 #[inline(always)]
-fn watch_parked_timers(m: &M) {
+fn watch_timers(m: &M) {
     let p = m.p().expect("found a G without a P");
     // SAFETY: this M holds `p`; the reference dies in this function.
     let local = unsafe { p.local() };
     if local.timer_unwatched {
         local.timer_unwatched = false;
-        let when = p.timers.next();
-        if when != NO_TIMER {
+        let s = sched();
+        let when = earliest_timer(s);
+        if when != NO_TIMER && when <= s.nanotime().saturating_add(super::sysmon::MAX_DELAY_NS) {
             wake_netpoller(when);
         }
     }
@@ -397,16 +406,20 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
                 m.acquire_p(p);
             }
             ready_polled(s, woken);
-            if m.p_id().is_some() {
+            if let Some(p) = m.p() {
                 // Back to the top holding a P, but not as a spinner (Go resumes
                 // spinning here if it was, when the poll readied nothing). A
                 // spinner that finds work wakes another M (`reset_spinning`): for
                 // the G of a timer that woke us, or Gs the poll readied onto our
                 // P, that M would only spin and sleep again, since we run them
                 // ourselves and `ready_batch`/`ready_sleepers` already woke one if
-                // there is work for two. (A G sleeping in a loop alone cost 2.7 M
-                // sleeps per timer; `tests/timer_wakeups.rs`.) Finding nothing,
-                // the search spins as any M may (`may_spin`).
+                // there is work for two. (A G sleeping in a loop alone cost 2.6 M
+                // sleeps per timer; `tests/timer_wakeups.rs`.) But we were
+                // watching the timers from the poller: if we run a G, someone
+                // must take that over (`watch_timers`). Finding nothing, the
+                // search spins if it may, and idling watches them again.
+                // SAFETY: this M holds `p`; the reference dies in this statement.
+                unsafe { p.local() }.timer_unwatched = true;
                 continue 'top;
             }
         } else if poll_until != NO_TIMER {
@@ -650,7 +663,7 @@ fn check_runqs_without_p(s: &Sched) -> Option<usize> {
 }
 
 /// The earliest timer over all Ps (Go's `checkTimersNoP`).
-fn earliest_timer(s: &Sched) -> u64 {
+pub(crate) fn earliest_timer(s: &Sched) -> u64 {
     s.procs().map(|p| p.timers.next()).min().unwrap_or(NO_TIMER)
 }
 

@@ -23,6 +23,16 @@
 //!   (`park::ready_batch`), so if that G computes, nobody is in the poller while
 //!   the other P idles: a request on another connection waited for this poll,
 //!   10 ms before the shorter rule (`tests/net_poll_while_computing.rs`);
+//! - **unwatched timers**: while a P idles, nobody is blocked in the poller and
+//!   no M spins, no M watches the timers of the idle Ps (nor those of a P whose
+//!   G computes): the M that came back from the poller runs a G it found
+//!   there, or one a timer readied, without waking a helper
+//!   (`park::ready_found`), and a G that parks with a timer leaves the wake-up to
+//!   its M's search (`timers::add_timer_parked`). Such an M wakes a helper for
+//!   a timer due within [`MAX_DELAY`] (`schedule::watch_timers`); for a later
+//!   one, sysmon, which looks at least that often while a P runs, sleeps no
+//!   later than the timer plus 1 ms of grace, and wakes a spinning M if it is
+//!   still unrun then (Go instead wakes an M for every timer-readied G);
 //! - **idle Ms**: an M parked for [`M_IDLE_RETIRE`] while more Ms exist than
 //!   GOMAXPROCS exits, so bursts of blocking calls leave no crowd of threads;
 //! - **schedtrace**: prints `GODEBUG=schedtrace` reports.
@@ -51,7 +61,7 @@ use super::p::{PState, PStatus, P};
 use super::sched::Sched;
 use super::schedule::SLICE_NS;
 use super::timers::NO_TIMER;
-use super::wake::hand_off_p;
+use super::wake::{hand_off_p, wakep};
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -59,6 +69,8 @@ use std::time::Duration;
 /// Shortest and longest sleep between looks.
 const MIN_DELAY: Duration = Duration::from_micros(20);
 const MAX_DELAY: Duration = Duration::from_millis(10);
+/// [`MAX_DELAY`] in ns: sysmon looks at least this often while a P runs.
+pub(crate) const MAX_DELAY_NS: u64 = MAX_DELAY.as_nanos() as u64;
 /// Idle looks at the shortest delay before it starts doubling (Go's 50: 1 ms).
 const IDLE_LOOKS_BEFORE_BACKOFF: u32 = 50;
 /// A sleep at least this long is interrupted by a G entering a blocking call.
@@ -73,6 +85,8 @@ const SYSCALL_FORCE_NS: u64 = 10_000_000;
 const NETPOLL_AFTER_NS: u64 = 10_000_000;
 /// ...or this long while a P is idle.
 const NETPOLL_IDLE_P_AFTER_NS: u64 = 1_000_000;
+/// A timer nobody watches this long past due gets an M from sysmon.
+const TIMER_GRACE_NS: u64 = 250_000;
 /// An M parked this long exits if there are more Ms than GOMAXPROCS.
 pub(crate) const M_IDLE_RETIRE: Duration = Duration::from_secs(1);
 
@@ -173,6 +187,7 @@ fn run(s: &'static Sched) -> ! {
     loop {
         let now = s.nanotime();
         let netpoll_due = netpoll_if_stale(s, now);
+        let timer_due = timers_if_unwatched(s, now);
         // Only a retake means "look closely again" (Go's rule): a poll that found
         // something is routine under network load, and resetting the pace on it
         // kept sysmon waking every 20 µs, at a cost measured as 20% more CPU per
@@ -197,7 +212,7 @@ fn run(s: &'static Sched) -> ! {
         // (10 ms) pace late; never sooner than the shortest pace, so a P that
         // cannot be taken yet does not make sysmon spin.
         let now = s.nanotime();
-        let due = Duration::from_nanos(looked.next_due.min(netpoll_due).saturating_sub(now));
+        let due = Duration::from_nanos(looked.next_due.min(netpoll_due).min(timer_due).saturating_sub(now));
         let mut sleep = delay.min(due.max(MIN_DELAY));
         if trace_ns > 0 {
             sleep = sleep.min(Duration::from_nanos(next_trace.saturating_sub(now)));
@@ -275,6 +290,28 @@ fn netpoll_if_stale(s: &Sched, now: u64) -> u64 {
         super::schedule::netpoll(s, Some(Duration::ZERO));
     }
     now + after
+}
+
+/// Wakes a spinning M for a timer that no M watches (module docs) once it is
+/// [`TIMER_GRACE_NS`] overdue: an M spinning runs every P's due timers, and one
+/// in the poller sleeps until the earliest; with no P idle, each P's M runs its
+/// own at its next scheduling round. The grace leaves a timer that an M is
+/// about to run (the poller's, which wakes when sysmon would) to that M.
+/// Returns when sysmon should look again for it (`u64::MAX`: nothing to watch).
+fn timers_if_unwatched(s: &Sched, now: u64) -> u64 {
+    if s.lastpoll.load(Ordering::SeqCst) == 0 || s.idle.npidle() == 0 || s.idle.nmspinning() > 0 {
+        return u64::MAX;
+    }
+    let when = super::schedule::earliest_timer(s);
+    if when == NO_TIMER {
+        return u64::MAX;
+    }
+    let overdue_at = when.saturating_add(TIMER_GRACE_NS);
+    if overdue_at > now {
+        return overdue_at;
+    }
+    wakep();
+    u64::MAX
 }
 
 /// What one look at the Ps found.
