@@ -106,6 +106,18 @@ pub(crate) fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
+/// Timers that may have nobody watching them (`Local::unwatched`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) enum Unwatched {
+    No,
+    /// A G that parked here armed one and left the wake-up to the holder's
+    /// search (`timers::add_timer_parked`): this P's timers.
+    Own,
+    /// The holder came back from the poller, which was watching every timer
+    /// due at or after its deadline: every P's.
+    Every,
+}
+
 /// State only the M holding the P touches.
 pub(crate) struct Local {
     pub(crate) stacks: StackCache,
@@ -117,13 +129,11 @@ pub(crate) struct Local {
     /// Scheduling rounds since this P's last periodic look around (network
     /// poll and stalled Ps; see `find_runnable`).
     pub(crate) rounds_since_look: u32,
-    /// Nobody may watch the timers while this P's holder runs its next G: a G
-    /// that parked here armed one and left the wake-up to the holder's search
-    /// (`timers::add_timer_parked`), or the holder came back from the poller.
-    /// Cleared when that search runs a G (`schedule::watch_timers`) or idles the
-    /// P (then it watches them itself). A stale mark (one left across a
+    /// Which timers nobody may watch while this P's holder runs its next G
+    /// (`schedule::watch_timers`, which resets it, as does idling the P: then
+    /// its M watches them itself). A stale value (one left across a
     /// stop-the-world) only costs one needless wake-up.
-    pub(crate) timer_unwatched: bool,
+    pub(crate) unwatched: Unwatched,
     /// Each P's `context_switches` as this P saw it at its last look, indexed by
     /// P id (`schedule::steal_from_stalled`).
     pub(crate) seen_switches: Vec<u64>,
@@ -174,7 +184,7 @@ impl P {
                 goid_next: 0,
                 goid_end: 0,
                 rounds_since_look: 0,
-                timer_unwatched: false,
+                unwatched: Unwatched::No,
                 seen_switches: Vec::new(),
             }),
         }

@@ -28,11 +28,12 @@
 //!   G computes): the M that came back from the poller runs a G it found
 //!   there, or one a timer readied, without waking a helper
 //!   (`park::ready_found`), and a G that parks with a timer leaves the wake-up to
-//!   its M's search (`timers::add_timer_parked`). Such an M wakes a helper for
-//!   a timer due within [`MAX_DELAY`] (`schedule::watch_timers`); for a later
+//!   its M's search (`timers::add_timer_parked`). Before such an M runs a G, it
+//!   wakes a helper for its own P's timers, and for the poller's (every P's)
+//!   if one is due within [`MAX_DELAY`] (`schedule::watch_timers`); for a later
 //!   one, sysmon, which looks at least that often while a P runs, sleeps no
-//!   later than the timer plus 1 ms of grace, and wakes a spinning M if it is
-//!   still unrun then (Go instead wakes an M for every timer-readied G);
+//!   later than the timer plus [`TIMER_GRACE_NS`], and wakes a spinning M if it
+//!   is still unrun then (Go instead wakes an M for every timer-readied G);
 //! - **idle Ms**: an M parked for [`M_IDLE_RETIRE`] while more Ms exist than
 //!   GOMAXPROCS exits, so bursts of blocking calls leave no crowd of threads;
 //! - **schedtrace**: prints `GODEBUG=schedtrace` reports.

@@ -26,6 +26,7 @@
 
 use super::g::GRef;
 use super::ownership::with_p;
+use super::p::Unwatched;
 use super::park::{Claim, TIMED_OUT};
 use super::quadheap::QuadHeap;
 use super::sched::sched;
@@ -130,7 +131,8 @@ pub(crate) fn add_timer_parked(when: u64, action: Action) {
         Some(p) if !locked => {
             let dead = p.timers.add(when, action);
             // SAFETY: this M holds `p`; the reference dies in this statement.
-            unsafe { p.local() }.timer_unwatched = true;
+            let local = unsafe { p.local() };
+            local.unwatched = local.unwatched.max(Unwatched::Own);
             Ok(dead)
         }
         _ => Err(action),
