@@ -125,6 +125,9 @@ fn watch_timers(m: &M) {
     let p = m.p().expect("found a G without a P");
     // SAFETY: this M holds `p`; the reference dies in this function.
     let local = unsafe { p.local() };
+    if local.unwatched == Unwatched::No {
+        return; // the common case: read only, on the path of every G switch
+    }
     let when = match std::mem::replace(&mut local.unwatched, Unwatched::No) {
         Unwatched::No => return,
         Unwatched::Own => p.timers.next(),
