@@ -22,6 +22,13 @@
 //! `id`, `status`, `wait_reason` and `m` are atomics only so that `GODEBUG` traces
 //! can read them from another thread; the scheduler is the only writer, and every
 //! status transition goes through [`G::set_status`] / [`G::cas_status`].
+//!
+//! `resume_sp` is a hint, not owned state: the G stores (`Relaxed`) roughly where
+//! its stack pointer is each time it switches out, and an M about to run the G
+//! ahead of it in a run queue reads it, without owning this G, to prefetch the
+//! stack lines its resume will touch ([`G::prefetch_stack`]). Headers are never
+//! freed, so such a read is always of valid memory; a stale value only makes a
+//! prefetch useless.
 
 use super::stack::GStack;
 use super::task::TaskRef;
@@ -177,6 +184,10 @@ pub(crate) struct G {
     id: AtomicU64,
     /// Stack size to allocate on first run (read by the SIGSEGV handler).
     stack_size: AtomicUsize,
+    /// Roughly where its stack pointer was when it last switched out (0 before
+    /// its first switch): what a resume touches first. A hint for
+    /// [`G::prefetch_stack`]; written by the G itself, read by anyone.
+    resume_sp: AtomicUsize,
     status: AtomicU8,
     wait_reason: AtomicU8,
     /// Id of the M running it (or that last ran it), -1 before the first run.
@@ -208,6 +219,7 @@ impl G {
         let g = Box::new(G {
             id: AtomicU64::new(0),
             stack_size: AtomicUsize::new(0),
+            resume_sp: AtomicUsize::new(0),
             status: AtomicU8::new(Status::Dead as u8),
             wait_reason: AtomicU8::new(WaitReason::None as u8),
             m: AtomicI64::new(-1),
@@ -252,6 +264,7 @@ impl G {
     pub(crate) unsafe fn finish(&self) {
         self.set_status(Status::Dead);
         self.guard.set((0, 0));
+        self.resume_sp.store(0, Ordering::Relaxed);
         // SAFETY: exclusive by the caller's contract.
         let ctx = unsafe { self.ctx() };
         ctx.name = None;
@@ -269,6 +282,25 @@ impl G {
 
     pub(crate) fn stack_size(&self) -> usize {
         self.stack_size.load(Ordering::Relaxed)
+    }
+
+    /// Asks the CPU to start loading the stack lines this G's next resume will
+    /// touch (its saved registers and the frames it returns into), so that the
+    /// miss overlaps the work an M does before it gets there. Only a hint: the
+    /// G may meanwhile run elsewhere or exit, and a prefetch never faults.
+    #[inline(always)]
+    pub(crate) fn prefetch_stack(&self) {
+        let sp = self.resume_sp.load(Ordering::Relaxed);
+        if sp == 0 {
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        for line in [sp.wrapping_sub(64), sp, sp.wrapping_add(64), sp.wrapping_add(128)] {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: a prefetch is a hint that never faults or reads into the
+            // program's state, whatever the address; SSE is part of x86_64.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
+        }
     }
 
     /// The G's name.
@@ -420,11 +452,27 @@ impl G {
         // SAFETY: the running G owns itself (caller's contract).
         let ctx = unsafe { self.ctx() };
         ctx.switch = switch;
+        let here = 0u8;
+        self.resume_sp
+            .store(std::ptr::addr_of!(here) as usize, Ordering::Relaxed);
         let yielder = ctx.yielder;
         debug_assert!(!yielder.is_null());
         // SAFETY: the yielder lives at the base of this coroutine's stack for as long
         // as the coroutine runs, and we are running on it.
         unsafe { (*yielder).suspend(()) };
+    }
+}
+
+/// Asks the CPU to start loading the header `g` points at (its first two cache
+/// lines: what [`G::prefetch_stack`] and a resume read), without reading it.
+#[inline(always)]
+pub(crate) fn prefetch_header(g: NonNull<G>) {
+    #[cfg(target_arch = "x86_64")]
+    for line in [g.as_ptr() as usize, g.as_ptr() as usize + 64] {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint that never faults or reads into the
+        // program's state, whatever the address; SSE is part of x86_64.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
     }
 }
 

@@ -12,6 +12,8 @@
 //!   `tail` and slots and advance the victim's `head` with a CAS; they may also take
 //!   the victim's `runnext` with a CAS.
 //! - Anyone may read [`RunQueue::ring_len`] / [`RunQueue::is_empty`] as a hint.
+//!   The owner may [`RunQueue::peek`] at what it would pop next, also a hint: a
+//!   thief may take it meanwhile (the runtime only prefetches through it).
 //!
 //! # Orderings
 //! - The owner publishes a slot with `tail.store(Release)`; a thief reads `tail`
@@ -180,6 +182,26 @@ impl<T> RunQueue<T> {
         self.pop_ring().map(|item| (item, false))
     }
 
+    /// Owner only. The item that [`RunQueue::pop`] would return `n` pops from
+    /// now (0: next), without taking anything: a hint, since thieves may take
+    /// items meanwhile and a stale slot may be read.
+    pub fn peek(&self, n: u32) -> Option<NonNull<T>> {
+        let next = self.runnext.load(Ordering::Relaxed);
+        let n = if next.is_null() {
+            n
+        } else if n == 0 {
+            return NonNull::new(next);
+        } else {
+            n - 1
+        };
+        let h = self.head.load(Ordering::Acquire);
+        let t = self.tail.load(Ordering::Relaxed);
+        if t.wrapping_sub(h) <= n {
+            return None;
+        }
+        NonNull::new(self.slot(h.wrapping_add(n)).load(Ordering::Relaxed))
+    }
+
     /// Owner only. The oldest item of the ring, ignoring `runnext`.
     pub fn pop_ring(&self) -> Option<NonNull<T>> {
         loop {
@@ -318,6 +340,27 @@ mod tests {
         }
         assert!(q.pop().is_none());
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn peek_names_what_the_next_pops_return_without_taking_it() {
+        let q = RunQueue::new();
+        assert!(q.peek(0).is_none());
+        let it = items(RING_CAP as usize + 3);
+        // Move head near the end of the ring so the peeked slots wrap around.
+        for &i in &it[..RING_CAP as usize - 1] {
+            q.push(i, false, no_spill);
+            q.pop().unwrap();
+        }
+        for &i in &it[RING_CAP as usize - 1..RING_CAP as usize + 2] {
+            q.push(i, false, no_spill);
+        }
+        q.push(it[RING_CAP as usize + 2], true, no_spill);
+        let mut peeked: Vec<_> = (0..5).map(|n| q.peek(n).map(val)).collect();
+        assert_eq!(peeked.pop(), Some(None), "nothing four pops ahead");
+        let popped: Vec<_> = (0..4).map(|_| q.pop().map(|(g, _)| val(g))).collect();
+        assert_eq!(peeked, popped, "runnext first, then the ring in order");
+        assert!(q.peek(0).is_none() && q.pop().is_none());
     }
 
     #[test]

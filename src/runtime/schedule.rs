@@ -523,6 +523,7 @@ fn local_pop(s: &Sched, p: &P) -> Option<(GRef, bool)> {
     let (g, inherit) = p.runq.pop()?;
     let g = GRef::from_ptr(g);
     if !inherit {
+        prefetch_next(p);
         return Some((g, false));
     }
     bump(&p.counters.runnext_hits, 1);
@@ -536,6 +537,22 @@ fn local_pop(s: &Sched, p: &P) -> Option<(GRef, bool)> {
         return Some((g, false));
     }
     Some((g, true))
+}
+
+/// Starts loading what the next resumes from `p`'s ring will touch, so that
+/// their cache misses overlap the G about to run: the next G's stack (its
+/// header was prefetched one pop ago) and the header of the G after it. Only
+/// after a pop from the ring: a G handed over through `runnext` (a channel
+/// partner) is usually cache-warm, and there the look would only cost. G headers
+/// are never freed, so even a G a thief took meanwhile is valid to read.
+#[inline(always)]
+fn prefetch_next(p: &P) {
+    if let Some(next) = p.runq.peek(0) {
+        GRef::from_ptr(next).prefetch_stack();
+    }
+    if let Some(after) = p.runq.peek(1) {
+        super::g::prefetch_header(after);
+    }
 }
 
 /// Takes a batch from the global queue into `p`'s ring and returns one G (Go's
