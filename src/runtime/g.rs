@@ -257,7 +257,8 @@ impl G {
     }
 
     /// After exit: marks the header `Dead`, drops the scheduler's reference to the
-    /// task and clears what the next user must not see. The caller then frees it.
+    /// task and clears what the next user must not see. The caller then returns it to a free
+    /// list.
     ///
     /// # Safety
     /// The caller is the M that saw this G exit and owns it.
@@ -463,17 +464,26 @@ impl G {
     }
 }
 
-/// Asks the CPU to start loading the header `g` points at (its first two cache
-/// lines: what [`G::prefetch_stack`] and a resume read), without reading it.
+/// Asks the CPU to start loading the header `g` points at (every cache line of
+/// it: [`G::prefetch_stack`] reads `resume_sp`, a resume the status and the
+/// context), without reading it.
 #[inline(always)]
 pub(crate) fn prefetch_header(g: NonNull<G>) {
     #[cfg(target_arch = "x86_64")]
-    for line in [g.as_ptr() as usize, g.as_ptr() as usize + 64] {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch is a hint that never faults or reads into the
-        // program's state, whatever the address; SSE is part of x86_64.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
+    {
+        let start = g.as_ptr() as usize;
+        for line in (start..start + std::mem::size_of::<G>())
+            .step_by(64)
+            .chain([start + std::mem::size_of::<G>() - 1])
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: a prefetch is a hint that never faults or reads into the
+            // program's state, whatever the address; SSE is part of x86_64.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
+        }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = g;
 }
 
 /// A pointer to a G that can cross threads; see the module docs for the handover
@@ -519,8 +529,11 @@ impl From<&G> for GRef {
 impl std::ops::Deref for GRef {
     type Target = G;
     fn deref(&self) -> &G {
-        // SAFETY: a GRef is only used while its G is alive (freed only by the M that
-        // saw it exit, after which no queue or waiter holds it).
+        // SAFETY: G headers are leaked at allocation and never deallocated (they
+        // go back to free lists and are only ever reused as Gs), so the pointer is
+        // always to a live G. Every field is an atomic or sits in a Cell/UnsafeCell,
+        // so a shared reference coexists with the owner's writes; a party that
+        // does not own the G (`schedule::prefetch_next`) only reads atomics.
         unsafe { self.0.as_ref() }
     }
 }

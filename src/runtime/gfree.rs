@@ -8,7 +8,8 @@
 //! exiting on another moves headers in batches of [`BATCH`] per lock.
 //!
 //! Headers are never freed: like Go's, the pool's size is the peak number of live
-//! Gs.
+//! Gs. Soundness relies on that: `schedule::prefetch_next` reads a header it does
+//! not own (one a thief may have taken, run and recycled meanwhile).
 //!
 //! Who may touch what: a P's list is its holder's ([`super::p::Local`]); the pool
 //! is locked.

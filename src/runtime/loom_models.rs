@@ -65,11 +65,17 @@ fn loom_ring_push_pop_steal_spill_exactly_once() {
         for (k, &i) in it.0.iter().enumerate() {
             q.push(i, k == 0, |batch| got.extend(batch.iter().map(|&g| val(g))));
         }
+        // The owner's peek, racing the thief, names only items that were pushed.
+        let pushed = |p: NonNull<u64>| it.0.contains(&p);
+        assert!(q.peek(0).is_none_or(pushed) && q.peek(1).is_none_or(pushed));
         if let Some((g, _)) = q.pop() {
             got.push(val(g));
         }
         let stolen = thief.join().unwrap();
-        while let Some((g, _)) = q.pop() {
+        loop {
+            let peeked = q.peek(0);
+            let Some((g, _)) = q.pop() else { break };
+            assert_eq!(peeked, Some(g), "with no thief left, peek(0) is the next pop");
             got.push(val(g));
         }
         got.extend(stolen);

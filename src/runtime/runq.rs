@@ -361,6 +361,16 @@ mod tests {
         let popped: Vec<_> = (0..4).map(|_| q.pop().map(|(g, _)| val(g))).collect();
         assert_eq!(peeked, popped, "runnext first, then the ring in order");
         assert!(q.peek(0).is_none() && q.pop().is_none());
+        // Without runnext (the case the scheduler peeks in), across the wrap.
+        for &i in &it[..3] {
+            q.push(i, false, no_spill);
+        }
+        assert_eq!(
+            [0, 1, 2, 3].map(|n| q.peek(n).map(val)),
+            [Some(0), Some(1), Some(2), None]
+        );
+        assert_eq!(q.pop().map(|(g, _)| val(g)), Some(0));
+        assert_eq!([0, 1, 2].map(|n| q.peek(n).map(val)), [Some(1), Some(2), None]);
     }
 
     #[test]

@@ -541,10 +541,11 @@ fn local_pop(s: &Sched, p: &P) -> Option<(GRef, bool)> {
 
 /// Starts loading what the next resumes from `p`'s ring will touch, so that
 /// their cache misses overlap the G about to run: the next G's stack (its
-/// header was prefetched one pop ago) and the header of the G after it. Only
-/// after a pop from the ring: a G handed over through `runnext` (a channel
-/// partner) is usually cache-warm, and there the look would only cost. G headers
-/// are never freed, so even a G a thief took meanwhile is valid to read.
+/// header was prefetched one pop ago) and the header of the G after it. Called
+/// after [`local_pop`]'s ordinary pop from the ring, not after a pop from
+/// `runnext`: a G handed over there (a channel partner) is usually cache-warm,
+/// and the look would only cost. G headers are never freed, so even a G a thief
+/// took meanwhile is valid to read.
 #[inline(always)]
 fn prefetch_next(p: &P) {
     if let Some(next) = p.runq.peek(0) {
