@@ -230,7 +230,13 @@ impl Timers {
         {
             let mut h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
             while h.entries.peek_key().is_some_and(|(when, _)| when <= now) {
-                due.push(h.entries.pop().expect("peeked").1);
+                let action = h.entries.pop().expect("peeked").1;
+                if let Action::Ready(g) = &action {
+                    // Readying it below writes its status: start loading its
+                    // header now, under the heap's remaining sifts.
+                    super::g::prefetch_header(g.as_ptr());
+                }
+                due.push(action);
             }
             self.publish(&h);
         }
