@@ -257,8 +257,8 @@ impl G {
     }
 
     /// After exit: marks the header `Dead`, drops the scheduler's reference to the
-    /// task and clears what the next user must not see. The caller then returns it to a free
-    /// list.
+    /// task and clears what the next user must not see. The caller then returns
+    /// it to a free list.
     ///
     /// # Safety
     /// The caller is the M that saw this G exit and owns it.
@@ -295,12 +295,8 @@ impl G {
         if sp == 0 {
             return;
         }
-        #[cfg(target_arch = "x86_64")]
         for line in [sp.wrapping_sub(64), sp, sp.wrapping_add(64), sp.wrapping_add(128)] {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // SAFETY: a prefetch is a hint that never faults or reads into the
-            // program's state, whatever the address; SSE is part of x86_64.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
+            prefetch_line(line);
         }
     }
 
@@ -464,26 +460,19 @@ impl G {
     }
 }
 
-/// Asks the CPU to start loading the header `g` points at (every cache line of
-/// it: [`G::prefetch_stack`] reads `resume_sp`, a resume the status and the
-/// context), without reading it.
+/// Asks the CPU to start loading the cache line at `addr`, whatever it is: a
+/// prefetch never faults and changes nothing the program can observe.
 #[inline(always)]
-pub(crate) fn prefetch_header(g: NonNull<G>) {
+fn prefetch_line(addr: usize) {
     #[cfg(target_arch = "x86_64")]
     {
-        let start = g.as_ptr() as usize;
-        for line in (start..start + std::mem::size_of::<G>())
-            .step_by(64)
-            .chain([start + std::mem::size_of::<G>() - 1])
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // SAFETY: a prefetch is a hint that never faults or reads into the
-            // program's state, whatever the address; SSE is part of x86_64.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
-        }
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint that never faults or reads into the
+        // program's state, whatever the address; SSE is part of x86_64.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(addr as *const i8) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = g;
+    let _ = addr;
 }
 
 /// A pointer to a G that can cross threads; see the module docs for the handover
@@ -523,6 +512,20 @@ impl GRef {
 impl From<&G> for GRef {
     fn from(g: &G) -> GRef {
         GRef(NonNull::from(g))
+    }
+}
+
+impl GRef {
+    /// Asks the CPU to start loading every cache line of this G's header
+    /// ([`G::prefetch_stack`] reads `resume_sp`, a resume the status and the
+    /// context) without reading it, so it may be a G this M does not own.
+    #[inline(always)]
+    pub(crate) fn prefetch_header(self) {
+        let start = self.0.as_ptr() as usize;
+        let size = std::mem::size_of::<G>();
+        for line in (start..start + size).step_by(64).chain([start + size - 1]) {
+            prefetch_line(line);
+        }
     }
 }
 

@@ -552,7 +552,7 @@ fn prefetch_next(p: &P) {
         GRef::from_ptr(next).prefetch_stack();
     }
     if let Some(after) = p.runq.peek(1) {
-        super::g::prefetch_header(after);
+        GRef::from_ptr(after).prefetch_header();
     }
 }
 

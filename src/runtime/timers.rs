@@ -234,7 +234,7 @@ impl Timers {
                 if let Action::Ready(g) = &action {
                     // Readying it below writes its status: start loading its
                     // header now, under the heap's remaining sifts.
-                    super::g::prefetch_header(g.as_ptr());
+                    g.prefetch_header();
                 }
                 due.push(action);
             }
