@@ -21,7 +21,8 @@
 //!
 //! `id`, `status`, `wait_reason` and `m` are atomics only so that `GODEBUG` traces
 //! can read them from another thread; the scheduler is the only writer, and every
-//! status transition goes through [`G::set_status`] / [`G::cas_status`].
+//! status transition goes through [`G::set_status`], [`G::owner_set_status`] (the
+//! owner's own transitions) or [`G::cas_status`] (`ready`, the one a bug could race).
 //!
 //! `resume_sp` is a hint, not owned state: the G stores (`Relaxed`) roughly where
 //! its stack pointer is each time it switches out, and an M about to run the G
@@ -319,20 +320,41 @@ impl G {
     }
 
     /// Moves the G from `from` to `to`; panics if it was in another state. This is
-    /// the tripwire for a double `ready` or a `ready` of a running G.
+    /// the tripwire for a double `ready` or a `ready` of a running G: one atomic
+    /// step, so two racing calls cannot both succeed.
     pub(crate) fn cas_status(&self, from: Status, to: Status) {
         if let Err(actual) = self
             .status
             .compare_exchange(from as u8, to as u8, Ordering::Relaxed, Ordering::Relaxed)
         {
-            panic!(
-                "goro: goroutine {} in status {:?}, expected {:?} (to move to {:?})",
-                self.id(),
-                Status::from_u8(actual),
-                from,
-                to
-            );
+            self.wrong_status(actual, from, to);
         }
+    }
+
+    /// As [`G::cas_status`], for a transition only the G's owner can make (module
+    /// docs): the G itself (running to waiting or into a blocking call), or the M
+    /// that runs it (taking it from a run queue, requeueing it after a yield).
+    /// Nobody else writes the status meanwhile, and the queue hand-over that made
+    /// this thread the owner ordered the last write before this read, so a checked
+    /// load and a plain store do: no locked instruction on every switch.
+    pub(crate) fn owner_set_status(&self, from: Status, to: Status) {
+        let actual = self.status.load(Ordering::Relaxed);
+        if actual != from as u8 {
+            self.wrong_status(actual, from, to);
+        }
+        self.status.store(to as u8, Ordering::Relaxed);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wrong_status(&self, actual: u8, from: Status, to: Status) -> ! {
+        panic!(
+            "goro: goroutine {} in status {:?}, expected {:?} (to move to {:?})",
+            self.id(),
+            Status::from_u8(actual),
+            from,
+            to
+        );
     }
 
     pub(crate) fn wait_reason(&self) -> WaitReason {
@@ -544,5 +566,38 @@ impl std::ops::Deref for GRef {
 impl fmt::Debug for GRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "G{}", self.id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_transition_moves_the_status() {
+        let g = G::alloc();
+        g.set_status(Status::Runnable);
+        g.owner_set_status(Status::Runnable, Status::Running);
+        assert_eq!(g.status(), Status::Running);
+        g.owner_set_status(Status::Running, Status::Waiting);
+        g.cas_status(Status::Waiting, Status::Runnable);
+        assert_eq!(g.status(), Status::Runnable);
+    }
+
+    #[test]
+    #[should_panic(expected = "in status Waiting, expected Running (to move to Runnable)")]
+    fn owner_transition_from_the_wrong_status_trips() {
+        let g = G::alloc();
+        g.set_status(Status::Waiting);
+        g.owner_set_status(Status::Running, Status::Runnable);
+    }
+
+    #[test]
+    #[should_panic(expected = "in status Runnable, expected Waiting (to move to Runnable)")]
+    fn a_second_ready_trips() {
+        let g = G::alloc();
+        g.set_status(Status::Waiting);
+        g.cas_status(Status::Waiting, Status::Runnable);
+        g.cas_status(Status::Waiting, Status::Runnable);
     }
 }

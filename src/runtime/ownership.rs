@@ -221,7 +221,7 @@ pub(crate) fn enter_syscall(m: &'static M, g: GRef) {
         m.drop_p();
         p.set_state(PState::new(Some(m), PStatus::Syscall));
     }
-    g.cas_status(Status::Running, Status::Syscall);
+    g.owner_set_status(Status::Running, Status::Syscall);
     m.set_syscallg(Some(g));
     set_current_g(None);
     leave_runtime(m);
@@ -235,7 +235,7 @@ pub(crate) fn exit_syscall(m: &'static M, g: GRef) {
     enter(&m.depth);
     set_current_g(Some(g));
     m.set_syscallg(None);
-    g.cas_status(Status::Syscall, Status::Running);
+    g.owner_set_status(Status::Syscall, Status::Running);
     let mut got = false;
     if let Some(p) = m.oldp() {
         m.set_oldp(None);

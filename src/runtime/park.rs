@@ -287,7 +287,7 @@ impl<F: FnOnce()> Drop for OnDrop<F> {
 /// Parks the running G `g`; `unlock` is dropped by the scheduler after the switch.
 fn park_g<U>(g: GRef, reason: WaitReason, unlock: U) {
     g.set_wait_reason(reason);
-    g.cas_status(Status::Running, Status::Waiting);
+    g.owner_set_status(Status::Running, Status::Waiting);
     // The scheduler takes `unlock` out of this frame (a bitwise move) and drops it
     // on its own stack; here it must then never be dropped again.
     let mut unlock = ManuallyDrop::new(unlock);

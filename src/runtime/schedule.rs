@@ -183,7 +183,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
         }
     }
     bump(&p.counters.context_switches, 1);
-    g.cas_status(Status::Runnable, Status::Running);
+    g.owner_set_status(Status::Runnable, Status::Running);
     g.set_m_id(m.id());
     m.set_curg(g.id());
     m.preempt.store(false, Ordering::Relaxed);
@@ -217,7 +217,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
             let switch = std::mem::replace(&mut unsafe { g.ctx() }.switch, Switch::None);
             match switch {
                 Switch::Yield => {
-                    g.cas_status(Status::Running, Status::Runnable);
+                    g.owner_set_status(Status::Running, Status::Runnable);
                     s.global.push(g);
                     wakep();
                 }
