@@ -321,7 +321,7 @@ impl G {
 
     /// Moves the G from `from` to `to`; panics if it was in another state. This is
     /// the tripwire for a double `ready` or a `ready` of a running G: one atomic
-    /// step, so two racing calls cannot both succeed.
+    /// step, so of two racing calls only one succeeds.
     pub(crate) fn cas_status(&self, from: Status, to: Status) {
         if let Err(actual) = self
             .status
@@ -331,13 +331,19 @@ impl G {
         }
     }
 
-    /// As [`G::cas_status`], for a transition only the G's owner can make (module
-    /// docs): the G itself (running to waiting or into a blocking call), or the M
-    /// that runs it (taking it from a run queue, requeueing it after a yield).
-    /// Nobody else writes the status meanwhile, and the queue hand-over that made
-    /// this thread the owner ordered the last write before this read, so a checked
-    /// load and a plain store do: no locked instruction on every switch.
+    /// As [`G::cas_status`], for a transition only the G's owner makes (module
+    /// docs): the G itself (parking, entering or leaving a blocking call), or the
+    /// M that runs it (taking it from a run queue, requeueing it after a yield).
+    /// Nobody else writes the status meanwhile, and the last write happened
+    /// before this read: earlier on this thread, or, for a G just taken from a run
+    /// queue, before the queue's release/acquire hand-over. So in release builds a
+    /// checked load and a plain store do, with no locked instruction on every
+    /// switch. Debug builds (the test suite, loom) keep the compare-and-swap, so
+    /// that a run-queue bug handing one G to two Ms at once still trips here.
     pub(crate) fn owner_set_status(&self, from: Status, to: Status) {
+        if cfg!(debug_assertions) {
+            return self.cas_status(from, to);
+        }
         let actual = self.status.load(Ordering::Relaxed);
         if actual != from as u8 {
             self.wrong_status(actual, from, to);
