@@ -11,11 +11,15 @@
 //! lock; that cost 13% of the spawn+join benchmark's cycles. The intrusive list
 //! never allocates. Figures in docs/DESIGN.md ("The global queue").
 //!
-//! Orderings: the list is under the mutex. `len` mirrors its length for lock-free
-//! emptiness checks; it is written under the lock and read with `SeqCst` by the
-//! Dekker pairing between submitters and idling Ms (see `wake.rs`): a submitter
-//! stores the G (and `len`), then fences and reads `npidle`; an idling M increments
-//! `npidle`, fences, then reads `len`.
+//! Orderings: the list is under the mutex. `len` mirrors its length for
+//! lock-free hints ("probably empty, skip the lock"); it is written only under
+//! the lock, with plain (`Relaxed`) stores, so a push or pop costs one lock and
+//! one unlock and no other locked instruction. No wake-up depends on the hint:
+//! an M that idles its P or stops spinning re-checks the queue under its lock
+//! ([`GlobalRunq::has_work`]), and a submitter reads the idle counters after
+//! its push has released the lock (`wake::wakep_global`). Whichever of the two
+//! takes the lock second sees what the other did before it, as under Go's
+//! `sched.lock`; no fence is needed.
 
 use super::g::{GRef, G};
 use std::ptr;
@@ -48,13 +52,20 @@ impl GlobalRunq {
         }
     }
 
-    /// Gs in the queue (a racy hint, exact under the lock).
+    /// Gs in the queue: a racy hint, for sizing batches and skipping the lock.
     pub(crate) fn len(&self) -> usize {
-        self.len.load(Ordering::SeqCst)
+        self.len.load(Ordering::Relaxed)
     }
 
+    /// A racy hint, as [`GlobalRunq::len`].
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether a G is queued, exactly: read under the lock, so that an M about
+    /// to sleep either sees a push or is seen by its submitter (module docs).
+    pub(crate) fn has_work(&self) -> bool {
+        !self.list.lock().unwrap_or_else(|e| e.into_inner()).head.is_null()
     }
 
     /// Appends one G.
@@ -80,7 +91,9 @@ impl GlobalRunq {
             None => l.head = first_ptr,
         }
         l.tail = last.as_ptr().as_ptr();
-        self.len.fetch_add(batch.len(), Ordering::SeqCst);
+        // Written only under the lock: a plain store does (module docs).
+        self.len
+            .store(self.len.load(Ordering::Relaxed) + batch.len(), Ordering::Relaxed);
     }
 
     /// Pops up to `max` Gs (at least one if any): the first is returned, the rest
@@ -103,7 +116,8 @@ impl GlobalRunq {
         if next.is_null() {
             l.tail = ptr::null();
         }
-        self.len.fetch_sub(taken, Ordering::SeqCst);
+        self.len
+            .store(self.len.load(Ordering::Relaxed) - taken, Ordering::Relaxed);
         Some(first)
     }
 }

@@ -14,9 +14,9 @@
 //!   Either the submitter sees the spinner (and relies on its re-check) or the
 //!   spinner sees the work.
 //! - Every M (spinning or not) that idles its P re-checks the global queue after
-//!   incrementing `npidle`; the global queue's submitters pair with that through
-//!   the same fence (Go uses the scheduler lock for this; our global queue is
-//!   lock-free, so the Dekker-style pairing does the job).
+//!   incrementing `npidle`, under the queue's lock; a submitter to that queue
+//!   reads the counters after releasing the lock, so the lock orders the two
+//!   and no fence is needed on that side (Go's `sched.lock` does the same).
 //! - `needspinning` is set when someone wanted a spinning M but found no idle P;
 //!   an M about to idle its P sees it and turns spinning instead (Go 1.21's
 //!   "delicate dance").
@@ -89,7 +89,8 @@ impl<W> Idle<W> {
         self.nmidle.load(Ordering::SeqCst)
     }
 
-    /// Submitter side, after publishing work and a `SeqCst` fence: is a spinning M
+    /// Submitter side, after publishing work and a `SeqCst` fence (or a push to the
+    /// global queue, whose lock pairs instead; `wake::wakep_global`): is a spinning M
     /// wanted? Claims the spinning slot (`nmspinning` 0 -> 1) if so; the caller must
     /// then start an M on an idle P or give the slot back with
     /// [`Idle::stop_spinning`].

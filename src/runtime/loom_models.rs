@@ -116,6 +116,12 @@ struct ModelM {
 /// Returns true if it handed a P to an M (parked or newly created).
 fn model_wakep(idle: &Idle<Arc<ModelM>>) -> bool {
     fence(Ordering::SeqCst);
+    model_wakep_global(idle)
+}
+
+/// `wake::wakep_global`: as [`model_wakep`] without the fence, for work pushed
+/// to the global queue under its lock.
+fn model_wakep_global(idle: &Idle<Arc<ModelM>>) -> bool {
     if !idle.should_wake() {
         return false;
     }
@@ -161,8 +167,10 @@ fn model_idle_m(
     me.nextp.lock().unwrap().is_some() && !stop.load(Ordering::SeqCst)
 }
 
-/// A plain thread submits to the global queue while the only M, spinning, gives
-/// up its P: the work is never stranded with every M asleep.
+/// A plain thread (or a yielding G's M) submits to the global queue and wakes
+/// without a fence (`wakep_global`) while the only M, spinning or not, gives up
+/// its P and re-checks the queue under its lock: the work is never stranded with
+/// every M asleep.
 #[test]
 fn loom_global_submit_vs_idling_m_no_lost_wakeup() {
     for spinning in [true, false] {
@@ -183,7 +191,7 @@ fn loom_global_submit_vs_idling_m_no_lost_wakeup() {
                 thread::spawn(move || model_idle_m(&idle, &me, 0, spinning, &global, &[], &stop))
             };
             global.lock().unwrap().push(1);
-            let handed = model_wakep(&idle);
+            let handed = model_wakep_global(&idle);
             if !handed {
                 // Nobody was woken by the submitter: the M must have seen the work.
                 assert!(m.join().unwrap(), "lost wake-up: work queued, P idle, M asleep");

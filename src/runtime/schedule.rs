@@ -49,7 +49,7 @@ use super::sync_prims::{nap, spin_yield};
 use super::timers::NO_TIMER;
 use super::wake::{
     become_spinning, drop_spinning, hand_off_p, idle_p_unless_stopping, reset_spinning, start_locked_m, stop_locked_m,
-    stop_m, wake_netpoller, wakep,
+    stop_m, wake_netpoller, wakep_global,
 };
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
@@ -219,7 +219,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
                 Switch::Yield => {
                     g.owner_set_status(Status::Running, Status::Runnable);
                     s.global.push(g);
-                    wakep();
+                    wakep_global();
                 }
                 Switch::Park(unlock) => {
                     // The G committed to Waiting before switching; only now may its
@@ -371,8 +371,11 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         // Pairs with the fence in `wakep`. Both of our stores (P idle, one spinner
         // fewer) come before it and every re-check below after it, so a submitter
         // either sees our P idle and no spinner (and wakes an M), or we see its work.
+        // The global queue pairs through its lock instead (`wakep_global`): we look
+        // under it, so a submitter that pushed before us is seen, and one that
+        // pushes after us sees our stores when it reads the counters.
         fence(Ordering::SeqCst);
-        if !s.global.is_empty() {
+        if s.global.has_work() {
             let p = s.idle.lock().pidle_get_spinning();
             if let Some(p) = p {
                 m.acquire_p(p);
@@ -532,7 +535,7 @@ fn local_pop(s: &Sched, p: &P) -> Option<(GRef, bool)> {
         // queue and the P moves on, starting a fresh slice.
         p.slice_over.store(false, Ordering::Relaxed);
         s.global.push(g);
-        wakep();
+        wakep_global();
         let g = p.runq.pop_ring().map(GRef::from_ptr).or_else(|| global_get(s, p, 0))?;
         return Some((g, false));
     }

@@ -18,7 +18,13 @@
 //! 3. A spinning M that finds nothing first idles its P, then stops spinning, then
 //!    re-checks every source of work (see `find_runnable`). Because `wakep` reads
 //!    `nmspinning` after publishing its work and the spinner re-checks after
-//!    decrementing it (both `SeqCst`), one of them sees the other.
+//!    decrementing it (both `SeqCst`, with a fence on each side), one of them sees
+//!    the other. The global queue pairs through its lock instead: the re-check
+//!    takes it ([`GlobalRunq::has_work`]), and a submitter reads the counters after
+//!    releasing it, so [`wakep_global`] needs no fence. [`hand_off_p`], which
+//!    idles a P too, re-checks the same way.
+//!
+//! [`GlobalRunq::has_work`]: super::globrunq::GlobalRunq::has_work
 //!
 //! Rejected alternative: waking an M for every new G (one futex syscall per spawn,
 //! and a thundering herd); Go measured the spinning scheme better and so did we
@@ -32,10 +38,19 @@ use std::sync::atomic::{fence, Ordering};
 /// Tries to put one more M to work on an idle P (rule 1). Call after publishing
 /// runnable work.
 pub(crate) fn wakep() {
-    let s = sched();
     // Pairs with the SeqCst fence in `find_runnable` after an M idles its P: either
     // we see its P in `npidle`, or it sees our work in the queues.
     fence(Ordering::SeqCst);
+    wakep_global();
+}
+
+/// [`wakep`] for work just pushed to the global queue, without the fence: the
+/// push released the queue's lock, and an M that idles its P or stops spinning
+/// re-checks the queue under that lock afterwards (rule 3), so whichever takes
+/// the lock second sees the other's writes. (On x86 the fence is a locked
+/// instruction; a `yield_now` is two of them cheaper without it.)
+pub(crate) fn wakep_global() {
+    let s = sched();
     if !s.idle.should_wake() {
         return;
     }
@@ -108,10 +123,6 @@ pub(crate) fn hand_off_p(p: usize) {
         return start_m(p, true);
     }
     let mut idle = s.idle.lock();
-    if !s.global.is_empty() {
-        drop(idle);
-        return start_m(p, false);
-    }
     // The last running P, and nobody blocked in the poller: someone must poll.
     if s.idle.npidle() as usize + 1 == s.gomaxprocs()
         && crate::netpoll::waiters() > 0
@@ -123,6 +134,11 @@ pub(crate) fn hand_off_p(p: usize) {
     let when = pp.timers.next();
     idle.pidle_put(p);
     drop(idle);
+    // A G pushed to the global queue since the check above, whose submitter read
+    // `npidle` before our put, is ours to run (rule 3).
+    if s.global.has_work() {
+        wakep_global();
+    }
     if when != NO_TIMER {
         wake_netpoller(when);
     }
