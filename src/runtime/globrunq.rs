@@ -15,7 +15,9 @@
 //! lock-free hints ("probably empty, skip the lock"); it is written only under
 //! the lock, with plain (`Relaxed`) stores, so a push or pop costs one lock and
 //! one unlock and no other locked instruction. No wake-up depends on the hint:
-//! an M that idles its P or stops spinning re-checks the queue under its lock
+//! an M that gives up its P for want of work (`find_runnable`'s tail,
+//! `wake::hand_off_p`) idles it, drops its spinning count, then re-checks the
+//! queue under its lock
 //! ([`GlobalRunq::has_work`]), and a submitter reads the idle counters after
 //! its push has released the lock (`wake::wakep_global`). Whichever of the two
 //! takes the lock second sees what the other did before it, as under Go's

@@ -92,8 +92,8 @@ impl<W> Idle<W> {
     /// Submitter side, after publishing work and a `SeqCst` fence (or a push to the
     /// global queue, whose lock pairs instead; `wake::wakep_global`): is a spinning M
     /// wanted? Claims the spinning slot (`nmspinning` 0 -> 1) if so; the caller must
-    /// then start an M on an idle P or give the slot back with
-    /// [`Idle::stop_spinning`].
+    /// then start an M on an idle P or give the slot back, both through
+    /// [`Locked::pidle_get_for_claim`].
     pub(crate) fn should_wake(&self) -> bool {
         self.npidle.load(Ordering::SeqCst) != 0
             && self.nmspinning.load(Ordering::SeqCst) == 0
@@ -147,6 +147,21 @@ impl<W> Locked<'_, W> {
         let p = self.pidle_get();
         if p.is_none() {
             self.idle.needspinning.store(1, Ordering::SeqCst);
+        }
+        p
+    }
+
+    /// For a submitter holding the spinning slot it claimed ([`Idle::should_wake`]):
+    /// an idle P for the spinning M it will start; if there is none, `needspinning`
+    /// is set and the slot given back, both before the lock is released. (Given
+    /// back after, an M could idle its P in between, turning spinning for
+    /// `needspinning` and back, while the claim still counted as a spinner; the
+    /// next submitter would then wake nobody. Go's `wakep` also gives the slot
+    /// back under `sched.lock`. `loom_claim_without_p_given_back_before_an_m_idles`.)
+    pub(crate) fn pidle_get_for_claim(&mut self) -> Option<usize> {
+        let p = self.pidle_get_spinning();
+        if p.is_none() {
+            self.idle.stop_spinning();
         }
         p
     }

@@ -125,9 +125,8 @@ fn model_wakep_global(idle: &Idle<Arc<ModelM>>) -> bool {
     if !idle.should_wake() {
         return false;
     }
-    let p = idle.lock().pidle_get_spinning();
+    let p = idle.lock().pidle_get_for_claim();
     let Some(p) = p else {
-        idle.stop_spinning();
         return false;
     };
     if let Some(m) = idle.lock().mget() {
@@ -138,33 +137,61 @@ fn model_wakep_global(idle: &Idle<Arc<ModelM>>) -> bool {
     true
 }
 
-/// The "nothing to do" tail of `find_runnable` for an M holding P `p`: idle the P,
-/// stop spinning, re-check the global queue and the other Ps' rings, then park.
-/// Returns true if the M found the work (or was handed a P) rather than sleeping
-/// forever.
+/// How the "nothing to do" tail of [`model_idle_m`] ended.
+#[derive(PartialEq, Debug)]
+enum Idled {
+    /// A re-check found work: the M took an idle P back and spins.
+    FoundWork,
+    /// The M slept and was handed a P: it spins.
+    Handed,
+    /// The M slept and the model told it to stop.
+    Stopped,
+}
+
+/// The "nothing to do" tail of `find_runnable` for an M holding P `p`: turn
+/// spinning instead if a submitter wanted a spinner (`needspinning`), else idle
+/// the P, stop spinning, re-check the global queue (under its lock) and, if it
+/// was spinning, the other Ps' rings, then park.
 fn model_idle_m(
     idle: &Idle<Arc<ModelM>>,
     me: &Arc<ModelM>,
     p: usize,
-    spinning: bool,
+    mut spinning: bool,
     global: &Mutex<Vec<u64>>,
     others: &[&RunQueue<u64>],
     stop: &AtomicBool,
-) -> bool {
-    idle.lock().pidle_put(p);
+) -> Idled {
+    let mut l = idle.lock();
+    if !spinning && idle.needspinning() == 1 {
+        // The real M searches again as a spinner; the model has nothing to steal.
+        drop(l);
+        idle.become_spinning();
+        spinning = true;
+        l = idle.lock();
+    }
+    l.pidle_put(p);
+    drop(l);
     if spinning {
         idle.stop_spinning();
     }
     fence(Ordering::SeqCst);
-    if !global.lock().unwrap().is_empty() && idle.lock().pidle_get_spinning().is_some() {
-        return true;
+    let take_p = || {
+        let p = idle.lock().pidle_get_spinning();
+        p.inspect(|_| idle.become_spinning()).is_some()
+    };
+    if !global.lock().unwrap().is_empty() && take_p() {
+        return Idled::FoundWork;
     }
-    if spinning && others.iter().any(|q| !q.is_empty()) && idle.lock().pidle_get_spinning().is_some() {
-        return true;
+    if spinning && others.iter().any(|q| !q.is_empty()) && take_p() {
+        return Idled::FoundWork;
     }
     idle.lock().mput(me.clone());
     me.note.sleep();
-    me.nextp.lock().unwrap().is_some() && !stop.load(Ordering::SeqCst)
+    if me.nextp.lock().unwrap().take().is_some() && !stop.load(Ordering::SeqCst) {
+        Idled::Handed
+    } else {
+        Idled::Stopped
+    }
 }
 
 /// A plain thread (or a yielding G's M) submits to the global queue and wakes
@@ -188,7 +215,7 @@ fn loom_global_submit_vs_idling_m_no_lost_wakeup() {
             });
             let m = {
                 let (idle, global, me, stop) = (idle.clone(), global.clone(), me.clone(), stop.clone());
-                thread::spawn(move || model_idle_m(&idle, &me, 0, spinning, &global, &[], &stop))
+                thread::spawn(move || model_idle_m(&idle, &me, 0, spinning, &global, &[], &stop) == Idled::FoundWork)
             };
             global.lock().unwrap().push(1);
             let handed = model_wakep_global(&idle);
@@ -225,7 +252,7 @@ fn loom_local_submit_vs_spinner_giving_up() {
         let spinner = {
             let (idle, ring1, global, me, stop) =
                 (idle.clone(), ring1.clone(), global.clone(), me.clone(), stop.clone());
-            thread::spawn(move || model_idle_m(&idle, &me, 0, true, &global, &[&ring1], &stop))
+            thread::spawn(move || model_idle_m(&idle, &me, 0, true, &global, &[&ring1], &stop) == Idled::FoundWork)
         };
         let it = items(2);
         ring1.push(it[0], true, |_| unreachable!());
@@ -241,6 +268,71 @@ fn loom_local_submit_vs_spinner_giving_up() {
         stop.store(true, Ordering::SeqCst);
         me.note.wake();
         spinner.join().unwrap();
+    });
+}
+
+/// Two plain threads submit to the global queue while an M coming back from a
+/// blocking call takes the only P, runs what it finds and idles it again. The
+/// first submitter's claim of the spinning slot can find no idle P (the M took
+/// it) and leave `needspinning` for the M, which spins once and idles. Had the
+/// claim been given back after the idle lock was dropped, the M could idle while
+/// the claim still counted as a spinner, and the second submitter, seeing it,
+/// would wake nobody: its G stranded, the P idle, the M asleep (found by review
+/// in session 13; Go gives the claim back under `sched.lock`).
+#[test]
+fn loom_claim_without_p_given_back_before_an_m_idles() {
+    loom::model(|| {
+        let idle = Arc::new(Idle::<Arc<ModelM>>::new(1));
+        let global = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let me = Arc::new(ModelM {
+            note: Note::new(),
+            nextp: Mutex::new(None),
+        });
+        let a = {
+            let (idle, global) = (idle.clone(), global.clone());
+            thread::spawn(move || {
+                global.lock().unwrap().push(1);
+                model_wakep(&idle)
+            })
+        };
+        let m = {
+            let (idle, global, me, stop) = (idle.clone(), global.clone(), me.clone(), stop.clone());
+            thread::spawn(move || {
+                let Some(p) = idle.lock().pidle_get() else {
+                    return false; // a submitter's M has the P
+                };
+                let (mut ran, mut spinning) = (0, false);
+                loop {
+                    let before = ran;
+                    while global.lock().unwrap().pop().is_some() {
+                        ran += 1;
+                    }
+                    if ran > before && spinning {
+                        // A spinner that found work stops spinning (`reset_spinning`).
+                        spinning = false;
+                        idle.stop_spinning();
+                        model_wakep(&idle);
+                    }
+                    if ran == 2 {
+                        return true;
+                    }
+                    match model_idle_m(&idle, &me, p, spinning, &global, &[], &stop) {
+                        Idled::FoundWork | Idled::Handed => spinning = true,
+                        Idled::Stopped => return false,
+                    }
+                }
+            })
+        };
+        global.lock().unwrap().push(2);
+        let handed = model_wakep(&idle) | a.join().unwrap();
+        if !handed {
+            assert!(m.join().unwrap(), "lost wake-up: Gs queued, the P idle, the M asleep");
+            return;
+        }
+        stop.store(true, Ordering::SeqCst);
+        me.note.wake();
+        m.join().unwrap();
     });
 }
 

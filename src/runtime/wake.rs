@@ -45,21 +45,23 @@ pub(crate) fn wakep() {
 }
 
 /// [`wakep`] for work just pushed to the global queue, without the fence: the
-/// push released the queue's lock, and an M that idles its P or stops spinning
-/// re-checks the queue under that lock afterwards (rule 3), so whichever takes
-/// the lock second sees the other's writes. (On x86 the fence is a locked
-/// instruction; a `yield_now` is two of them cheaper without it.)
+/// push released the queue's lock, and an M that gives up its P for want of
+/// work idles it, drops its spinning count, then re-checks the queue under that
+/// lock (rule 3), so whichever takes the lock second sees the other's writes.
+/// A spinning slot claimed here without finding a P is given back under the
+/// idle lock, so it never outlives an idling M's look at the counters
+/// ([`Locked::pidle_get_for_claim`]). (On x86 the fence is a locked
+/// instruction; a `yield_now` is one cheaper without it.)
+///
+/// [`Locked::pidle_get_for_claim`]: super::idle::Locked::pidle_get_for_claim
 pub(crate) fn wakep_global() {
     let s = sched();
     if !s.idle.should_wake() {
         return;
     }
-    let p = s.idle.lock().pidle_get_spinning();
-    match p {
-        Some(p) => start_m(p, true),
-        None => {
-            s.idle.stop_spinning();
-        }
+    let p = s.idle.lock().pidle_get_for_claim();
+    if let Some(p) = p {
+        start_m(p, true);
     }
 }
 
