@@ -18,6 +18,7 @@
 use super::idle::Idle;
 use super::note::Note;
 use super::runq::{RunQueue, RING_CAP};
+use super::timers::NO_TIMER;
 use loom::sync::atomic::{fence, AtomicBool, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
@@ -333,6 +334,104 @@ fn loom_claim_without_p_given_back_before_an_m_idles() {
         stop.store(true, Ordering::SeqCst);
         me.note.wake();
         m.join().unwrap();
+    });
+}
+
+/// A timer added to P0 by a P-less caller (a plain thread, a G whose P was
+/// retaken: `timers::add_timer`), whose `wakep` sees no idle P, while the M on
+/// P0, not spinning (the spinner on P1 is), gives P0 up and that spinner finds
+/// work and stops. The idling M's deadline came from before the add, so it must
+/// read its P's timers again after its fence; someone then watches the timer.
+/// (Without the re-read, found by review in session 13, the M slept in the
+/// poller with no deadline, or on its note, and the timer fired arbitrarily
+/// late.)
+#[test]
+fn loom_timer_added_to_an_idling_p_is_watched() {
+    use loom::sync::atomic::AtomicU64;
+    loom::model(|| {
+        let idle = Arc::new(Idle::<Arc<ModelM>>::new(2));
+        let mut l = idle.lock();
+        assert!(l.pidle_get().is_some() && l.pidle_get().is_some()); // P0: M0, P1: S
+        drop(l);
+        idle.become_spinning(); // S spins on P1
+        let timer0 = Arc::new(AtomicU64::new(NO_TIMER)); // P0's `timers.next()`
+        let m0 = {
+            let (idle, timer0) = (idle.clone(), timer0.clone());
+            thread::spawn(move || {
+                let mut poll_until = timer0.load(Ordering::Acquire); // `run_timers`
+                let mut spinning = idle.may_spin(2); // only once S stopped
+                if spinning {
+                    idle.become_spinning();
+                }
+                let mut l = idle.lock();
+                if !spinning && idle.needspinning() == 1 {
+                    drop(l);
+                    idle.become_spinning();
+                    spinning = true;
+                    l = idle.lock();
+                }
+                l.pidle_put(0);
+                drop(l);
+                if spinning {
+                    idle.stop_spinning();
+                }
+                fence(Ordering::SeqCst);
+                // A spinner reads every P's timers, anyone else its own P's.
+                poll_until = poll_until.min(timer0.load(Ordering::Acquire));
+                poll_until != NO_TIMER // M0 then sleeps in the poller until it
+            })
+        };
+        let s = {
+            let idle = idle.clone();
+            thread::spawn(move || {
+                idle.stop_spinning(); // S found a G (`reset_spinning`)
+                model_wakep(&idle)
+            })
+        };
+        timer0.store(1000, Ordering::Release); // the P-less `add_timer`
+        let woke = model_wakep(&idle); // its `wake_netpoller`: nobody polls
+        let watched = m0.join().unwrap();
+        let s_woke = s.join().unwrap();
+        assert!(watched || woke || s_woke, "a timer on idle P0 that no M watches");
+    });
+}
+
+/// As [`loom_timer_added_to_an_idling_p_is_watched`], with sysmon handing P0
+/// off (`wake::hand_off_p`): it reads the P's timers after idling it and a
+/// fence, not before.
+#[test]
+fn loom_timer_added_to_a_handed_off_p_is_watched() {
+    use loom::sync::atomic::AtomicU64;
+    loom::model(|| {
+        let idle = Arc::new(Idle::<Arc<ModelM>>::new(2));
+        let mut l = idle.lock();
+        assert!(l.pidle_get().is_some() && l.pidle_get().is_some()); // P0 retaken, P1: S
+        drop(l);
+        idle.become_spinning();
+        let timer0 = Arc::new(AtomicU64::new(NO_TIMER));
+        let handoff = {
+            let (idle, timer0) = (idle.clone(), timer0.clone());
+            thread::spawn(move || {
+                if idle.should_spin_for_handoff() {
+                    return true; // a spinning M starts on P0 and watches every timer
+                }
+                idle.lock().pidle_put(0);
+                fence(Ordering::SeqCst);
+                timer0.load(Ordering::Acquire) != NO_TIMER // `wake_netpoller(when)`
+            })
+        };
+        let s = {
+            let idle = idle.clone();
+            thread::spawn(move || {
+                idle.stop_spinning();
+                model_wakep(&idle)
+            })
+        };
+        timer0.store(1000, Ordering::Release);
+        let woke = model_wakep(&idle);
+        let watched = handoff.join().unwrap();
+        let s_woke = s.join().unwrap();
+        assert!(watched || woke || s_woke, "a timer on handed-off P0 that no M watches");
     });
 }
 

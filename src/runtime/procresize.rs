@@ -30,7 +30,7 @@ use super::p::{PState, PStatus, P};
 use super::sched::{sched, Sched};
 use super::timers::{DeadTimers, NO_TIMER};
 use super::wake::{start_m, wake_netpoller, wakep};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
 /// Sets GOMAXPROCS to `n` and returns the previous value (Go's
@@ -195,7 +195,10 @@ fn start_the_world(s: &Sched, n: usize, mine: Option<&P>) {
         }
     }
     // P0 may be the caller's and have received the removed Ps' timers: make sure
-    // an M wakes for them even if the caller goes on computing.
+    // an M wakes for them even if the caller goes on computing. The fence pairs
+    // with a P-less caller's `add_timer` to P0 (its `wakep` fences, then reads
+    // `npidle`), so that one of us sees the other.
+    fence(Ordering::SeqCst);
     let when = s.p(0).timers.next();
     if when != NO_TIMER {
         wake_netpoller(when);

@@ -397,6 +397,13 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             // again and again until the owner did (twice the M wake-ups of a
             // timer-only workload; `tests/timer_wakeups.rs`).
             poll_until = poll_until.min(earliest_timer(s));
+        } else {
+            // Our own P's, read again after the fence: `poll_until` came from
+            // before the search, and a P-less caller (a plain thread, a G whose
+            // P was retaken) may have added one to this P since, whose `wakep`
+            // then saw no idle P (`timers::add_timer`;
+            // `loom_timer_added_to_an_idling_p_is_watched`).
+            poll_until = poll_until.min(p.timers.next());
         }
 
         // Block in the poller until the next timer or network event, if nobody

@@ -42,7 +42,8 @@
 //! that up to 10 ms (Go's pacing); any intervention resets it, and a G entering a
 //! blocking call wakes it from a long sleep so the hand-off is not 10 ms late.
 //! When every P is idle there is nothing to watch: it sleeps until an M takes a P
-//! ([`Sysmon::p_acquired`]), waking only to retire idle Ms (Go's "deep sleep").
+//! ([`Sysmon::p_acquired`]), waking only to retire idle Ms and for a timer
+//! that no M watches (Go's "deep sleep", which also ends at the next timer).
 //! It then goes on at the pace it had: a workload whose Ps all idle between
 //! bursts (HTTP at 64 connections) otherwise restarted the 20 µs pace at every
 //! burst, 6.7k sysmon wake-ups in 4.5 s instead of 0.5k. A look that came early
@@ -224,7 +225,7 @@ fn run(s: &'static Sched) -> ! {
         // after every request, and the next request's M would have to wake it
         // on its way to the G (`p_acquired`): 10 -> 35 µs of CPU and 16 -> 49 µs
         // round trip per request at one request per ms.
-        if trace_ns == 0 && !early_for_network && deep_sleep(s) {
+        if trace_ns == 0 && !early_for_network && deep_sleep(s, timer_due) {
             // Every P idled: whoever holds one now starts a fresh count (a G back
             // from a blocking call may hold it without a switch to show for it).
             let now = s.nanotime();
@@ -243,8 +244,10 @@ fn run(s: &'static Sched) -> ! {
 }
 
 /// Sleeps while every P is idle (module docs); false if some P is not. Wakes
-/// after [`M_IDLE_RETIRE`] if there are idle Ms that may retire.
-fn deep_sleep(s: &Sched) -> bool {
+/// after [`M_IDLE_RETIRE`] if there are idle Ms that may retire, and at
+/// `timer_due` (from [`timers_if_unwatched`]) for a timer that no M watches, as
+/// Go's sysmon sleeps no later than the next timer.
+fn deep_sleep(s: &Sched, timer_due: u64) -> bool {
     let all_idle = || s.idle.npidle() as usize == s.gomaxprocs();
     if !all_idle() {
         return false;
@@ -254,11 +257,16 @@ fn deep_sleep(s: &Sched) -> bool {
         s.sysmon.deep.store(false, Ordering::SeqCst);
         return false;
     }
-    let may_retire = s.idle.nmidle() > 0;
-    if may_retire {
-        s.sysmon.note.sleep_timeout(M_IDLE_RETIRE);
-    } else {
-        s.sysmon.note.sleep();
+    let mut limit = (s.idle.nmidle() > 0).then_some(M_IDLE_RETIRE);
+    if timer_due != u64::MAX {
+        let to_timer = Duration::from_nanos(timer_due.saturating_sub(s.nanotime()));
+        limit = Some(limit.map_or(to_timer, |l| l.min(to_timer)));
+    }
+    match limit {
+        Some(limit) => {
+            s.sysmon.note.sleep_timeout(limit);
+        }
+        None => s.sysmon.note.sleep(),
     }
     s.sysmon.deep.store(false, Ordering::SeqCst);
     true

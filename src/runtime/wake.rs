@@ -133,7 +133,6 @@ pub(crate) fn hand_off_p(p: usize) {
         drop(idle);
         return start_m(p, false);
     }
-    let when = pp.timers.next();
     idle.pidle_put(p);
     drop(idle);
     // A G pushed to the global queue since the check above, whose submitter read
@@ -141,6 +140,11 @@ pub(crate) fn hand_off_p(p: usize) {
     if s.global.has_work() {
         wakep_global();
     }
+    // The P's timers, read after the put and a fence: a P-less caller may add one
+    // to it at any time (`timers::add_timer` puts those on P0), and its `wakep`
+    // either sees the P idle or we see its timer (rule 3).
+    fence(Ordering::SeqCst);
+    let when = pp.timers.next();
     if when != NO_TIMER {
         wake_netpoller(when);
     }
