@@ -113,6 +113,45 @@ struct ModelM {
     nextp: Mutex<Option<usize>>,
 }
 
+impl ModelM {
+    fn new() -> Arc<Self> {
+        Arc::new(ModelM {
+            note: Note::new(),
+            nextp: Mutex::new(None),
+        })
+    }
+
+    /// The end of a model whose M may be parked: if no submitter handed a P out,
+    /// the M must have found the work itself (`m` returns whether it did); else
+    /// the M is told to stop, and woken in case it is parked.
+    fn finish(&self, handed: bool, m: thread::JoinHandle<bool>, stop: &AtomicBool, lost: &str) {
+        if !handed {
+            assert!(m.join().unwrap(), "lost wake-up: {lost}");
+            return;
+        }
+        stop.store(true, Ordering::SeqCst);
+        self.note.wake();
+        m.join().unwrap();
+    }
+}
+
+/// Two Ps, both held, and the M on one of them spinning.
+fn two_ps_one_spinning() -> Arc<Idle<Arc<ModelM>>> {
+    let idle = Arc::new(Idle::new(2));
+    let mut l = idle.lock();
+    assert!(l.pidle_get().is_some() && l.pidle_get().is_some());
+    drop(l);
+    idle.become_spinning();
+    idle
+}
+
+/// The spinner found a G (`reset_spinning`): it stops spinning and wakes
+/// another M if one is wanted. Returns whether it handed a P out.
+fn model_reset_spinning(idle: &Idle<Arc<ModelM>>) -> bool {
+    idle.stop_spinning();
+    model_wakep(idle)
+}
+
 /// `wake::wakep` + `start_m`, as the submitter runs it after publishing work.
 /// Returns true if it handed a P to an M (parked or newly created).
 fn model_wakep(idle: &Idle<Arc<ModelM>>) -> bool {
@@ -210,25 +249,14 @@ fn loom_global_submit_vs_idling_m_no_lost_wakeup() {
             }
             let global = Arc::new(Mutex::new(Vec::new()));
             let stop = Arc::new(AtomicBool::new(false));
-            let me = Arc::new(ModelM {
-                note: Note::new(),
-                nextp: Mutex::new(None),
-            });
+            let me = ModelM::new();
             let m = {
                 let (idle, global, me, stop) = (idle.clone(), global.clone(), me.clone(), stop.clone());
                 thread::spawn(move || model_idle_m(&idle, &me, 0, spinning, &global, &[], &stop) == Idled::FoundWork)
             };
             global.lock().unwrap().push(1);
             let handed = model_wakep_global(&idle);
-            if !handed {
-                // Nobody was woken by the submitter: the M must have seen the work.
-                assert!(m.join().unwrap(), "lost wake-up: work queued, P idle, M asleep");
-                return;
-            }
-            // A P was handed out. If the M is parked, let it finish.
-            stop.store(true, Ordering::SeqCst);
-            me.note.wake();
-            m.join().unwrap();
+            me.finish(handed, m, &stop, "work queued, P idle, M asleep");
         });
     }
 }
@@ -238,18 +266,11 @@ fn loom_global_submit_vs_idling_m_no_lost_wakeup() {
 #[test]
 fn loom_local_submit_vs_spinner_giving_up() {
     loom::model(|| {
-        let idle = Arc::new(Idle::<Arc<ModelM>>::new(2));
-        let mut l = idle.lock();
-        assert!(l.pidle_get().is_some() && l.pidle_get().is_some());
-        drop(l);
-        idle.become_spinning(); // the M on P0 spins
+        let idle = two_ps_one_spinning(); // the M on P0 spins
         let ring1 = Arc::new(RunQueue::<u64>::new());
         let global = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let me = Arc::new(ModelM {
-            note: Note::new(),
-            nextp: Mutex::new(None),
-        });
+        let me = ModelM::new();
         let spinner = {
             let (idle, ring1, global, me, stop) =
                 (idle.clone(), ring1.clone(), global.clone(), me.clone(), stop.clone());
@@ -259,16 +280,7 @@ fn loom_local_submit_vs_spinner_giving_up() {
         ring1.push(it[0], true, |_| unreachable!());
         ring1.push(it[1], true, |_| unreachable!()); // one G now waits in P1's ring
         let handed = model_wakep(&idle);
-        if !handed {
-            assert!(
-                spinner.join().unwrap(),
-                "lost wake-up: P1's ring has work, P0 idle, M asleep"
-            );
-            return;
-        }
-        stop.store(true, Ordering::SeqCst);
-        me.note.wake();
-        spinner.join().unwrap();
+        me.finish(handed, spinner, &stop, "P1's ring has work, P0 idle, M asleep");
     });
 }
 
@@ -286,10 +298,7 @@ fn loom_claim_without_p_given_back_before_an_m_idles() {
         let idle = Arc::new(Idle::<Arc<ModelM>>::new(1));
         let global = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let me = Arc::new(ModelM {
-            note: Note::new(),
-            nextp: Mutex::new(None),
-        });
+        let me = ModelM::new();
         let a = {
             let (idle, global) = (idle.clone(), global.clone());
             thread::spawn(move || {
@@ -312,8 +321,7 @@ fn loom_claim_without_p_given_back_before_an_m_idles() {
                     if ran > before && spinning {
                         // A spinner that found work stops spinning (`reset_spinning`).
                         spinning = false;
-                        idle.stop_spinning();
-                        model_wakep(&idle);
+                        model_reset_spinning(&idle);
                     }
                     if ran == 2 {
                         return true;
@@ -327,13 +335,7 @@ fn loom_claim_without_p_given_back_before_an_m_idles() {
         };
         global.lock().unwrap().push(2);
         let handed = model_wakep(&idle) | a.join().unwrap();
-        if !handed {
-            assert!(m.join().unwrap(), "lost wake-up: Gs queued, the P idle, the M asleep");
-            return;
-        }
-        stop.store(true, Ordering::SeqCst);
-        me.note.wake();
-        m.join().unwrap();
+        me.finish(handed, m, &stop, "Gs queued, the P idle, the M asleep");
     });
 }
 
@@ -349,11 +351,7 @@ fn loom_claim_without_p_given_back_before_an_m_idles() {
 fn loom_timer_added_to_an_idling_p_is_watched() {
     use loom::sync::atomic::AtomicU64;
     loom::model(|| {
-        let idle = Arc::new(Idle::<Arc<ModelM>>::new(2));
-        let mut l = idle.lock();
-        assert!(l.pidle_get().is_some() && l.pidle_get().is_some()); // P0: M0, P1: S
-        drop(l);
-        idle.become_spinning(); // S spins on P1
+        let idle = two_ps_one_spinning(); // P0: M0, P1: S
         let timer0 = Arc::new(AtomicU64::new(NO_TIMER)); // P0's `timers.next()`
         let m0 = {
             let (idle, timer0) = (idle.clone(), timer0.clone());
@@ -383,10 +381,7 @@ fn loom_timer_added_to_an_idling_p_is_watched() {
         };
         let s = {
             let idle = idle.clone();
-            thread::spawn(move || {
-                idle.stop_spinning(); // S found a G (`reset_spinning`)
-                model_wakep(&idle)
-            })
+            thread::spawn(move || model_reset_spinning(&idle)) // S found a G
         };
         timer0.store(1000, Ordering::Release); // the P-less `add_timer`
         let woke = model_wakep(&idle); // its `wake_netpoller`: nobody polls
@@ -403,11 +398,7 @@ fn loom_timer_added_to_an_idling_p_is_watched() {
 fn loom_timer_added_to_a_handed_off_p_is_watched() {
     use loom::sync::atomic::AtomicU64;
     loom::model(|| {
-        let idle = Arc::new(Idle::<Arc<ModelM>>::new(2));
-        let mut l = idle.lock();
-        assert!(l.pidle_get().is_some() && l.pidle_get().is_some()); // P0 retaken, P1: S
-        drop(l);
-        idle.become_spinning();
+        let idle = two_ps_one_spinning(); // P0 retaken, P1: S
         let timer0 = Arc::new(AtomicU64::new(NO_TIMER));
         let handoff = {
             let (idle, timer0) = (idle.clone(), timer0.clone());
@@ -422,10 +413,7 @@ fn loom_timer_added_to_a_handed_off_p_is_watched() {
         };
         let s = {
             let idle = idle.clone();
-            thread::spawn(move || {
-                idle.stop_spinning();
-                model_wakep(&idle)
-            })
+            thread::spawn(move || model_reset_spinning(&idle)) // S found a G
         };
         timer0.store(1000, Ordering::Release);
         let woke = model_wakep(&idle);
