@@ -188,22 +188,13 @@ enum Idled {
     Stopped,
 }
 
-/// The "nothing to do" tail of `find_runnable` for an M holding P `p`: turn
-/// spinning instead if a submitter wanted a spinner (`needspinning`), else idle
-/// the P, stop spinning, re-check the global queue (under its lock) and, if it
-/// was spinning, the other Ps' rings, then park.
-fn model_idle_m(
-    idle: &Idle<Arc<ModelM>>,
-    me: &Arc<ModelM>,
-    p: usize,
-    mut spinning: bool,
-    global: &Mutex<Vec<u64>>,
-    others: &[&RunQueue<u64>],
-    stop: &AtomicBool,
-) -> Idled {
+/// The start of `find_runnable`'s "Give up the P": turn spinning instead if a
+/// submitter wanted a spinner (`needspinning`; the real M then searches again,
+/// and the model has nothing to steal), idle P `p`, stop spinning, fence.
+/// Returns whether the M was spinning.
+fn model_give_up_p(idle: &Idle<Arc<ModelM>>, p: usize, mut spinning: bool) -> bool {
     let mut l = idle.lock();
     if !spinning && idle.needspinning() == 1 {
-        // The real M searches again as a spinner; the model has nothing to steal.
         drop(l);
         idle.become_spinning();
         spinning = true;
@@ -215,6 +206,23 @@ fn model_idle_m(
         idle.stop_spinning();
     }
     fence(Ordering::SeqCst);
+    spinning
+}
+
+/// The "nothing to do" tail of `find_runnable` for an M holding P `p`: turn
+/// spinning instead if a submitter wanted a spinner (`needspinning`), else idle
+/// the P, stop spinning, re-check the global queue (under its lock) and, if it
+/// was spinning, the other Ps' rings, then park.
+fn model_idle_m(
+    idle: &Idle<Arc<ModelM>>,
+    me: &Arc<ModelM>,
+    p: usize,
+    spinning: bool,
+    global: &Mutex<Vec<u64>>,
+    others: &[&RunQueue<u64>],
+    stop: &AtomicBool,
+) -> Idled {
+    let spinning = model_give_up_p(idle, p, spinning);
     let take_p = || {
         let p = idle.lock().pidle_get_spinning();
         p.inspect(|_| idle.become_spinning()).is_some()
@@ -357,23 +365,11 @@ fn loom_timer_added_to_an_idling_p_is_watched() {
             let (idle, timer0) = (idle.clone(), timer0.clone());
             thread::spawn(move || {
                 let mut poll_until = timer0.load(Ordering::Acquire); // `run_timers`
-                let mut spinning = idle.may_spin(2); // only once S stopped
+                let spinning = idle.may_spin(2); // only once S stopped
                 if spinning {
                     idle.become_spinning();
                 }
-                let mut l = idle.lock();
-                if !spinning && idle.needspinning() == 1 {
-                    drop(l);
-                    idle.become_spinning();
-                    spinning = true;
-                    l = idle.lock();
-                }
-                l.pidle_put(0);
-                drop(l);
-                if spinning {
-                    idle.stop_spinning();
-                }
-                fence(Ordering::SeqCst);
+                model_give_up_p(&idle, 0, spinning);
                 // A spinner reads every P's timers, anyone else its own P's.
                 poll_until = poll_until.min(timer0.load(Ordering::Acquire));
                 poll_until != NO_TIMER // M0 then sleeps in the poller until it
