@@ -337,8 +337,8 @@ pub(crate) fn ready_sleepers(gs: impl Iterator<Item = GRef>) {
 /// Readies Gs that an M in its search for work found together, into its P's
 /// `runnext` (`next`) or ring tail, then calls one `wakep` for them all, unless
 /// they are a single G put on an empty queue: the caller takes that G next
-/// itself (after a global G, at most, on its every-61st round), and a woken
-/// helper would only spin and sleep again. (Waking one for every request of a
+/// itself, and a woken helper would only spin and sleep again (if a global G
+/// goes first on its every-61st round, the search wakes one then). (Waking one for every request of a
 /// server with sparse traffic cost two thread wake-ups per request, and a G
 /// sleeping alone 2.6 M sleeps per timer; see docs/DESIGN.md, "One M per
 /// request when traffic is sparse" and "One M per timer".) While that G runs,

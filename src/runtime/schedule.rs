@@ -49,7 +49,7 @@ use super::sync_prims::{nap, spin_yield};
 use super::timers::NO_TIMER;
 use super::wake::{
     become_spinning, drop_spinning, hand_off_p, idle_p_unless_stopping, reset_spinning, start_locked_m, stop_locked_m,
-    stop_m, wake_netpoller, wakep_global,
+    stop_m, wake_netpoller, wakep, wakep_global,
 };
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
@@ -293,6 +293,12 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
 
         if p.schedtick() % GLOBAL_CHECK_PERIOD == 0 && !s.global.is_empty() {
             if let Some(g) = global_get(s, p, 1) {
+                // The G that `ready_found` left on our queue without waking an
+                // M (we were to run it next) now waits behind this one, which
+                // may compute for a whole slice: let an idle P take it.
+                if !p.runq.is_empty() {
+                    wakep();
+                }
                 return Some((g, false));
             }
         }
