@@ -17,6 +17,7 @@
 //! every call. Code running in a G must never cache their results across a park.
 
 use super::g::{GRef, G};
+use super::handover::Handover;
 use super::note::Note;
 use super::p::{PState, PStatus, P};
 use super::sched::sched;
@@ -69,6 +70,9 @@ pub(crate) struct M {
     /// How long it may poll-spin before sleeping (ns). Own thread only; see
     /// [`super::pollspin`].
     pub(crate) poll_spin_budget: AtomicU64,
+    /// When it last left its CPU, and whether handing it over pays. Own thread
+    /// only; see [`super::handover`].
+    pub(crate) handover: Handover,
 }
 
 impl M {
@@ -91,6 +95,7 @@ impl M {
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15 ^ ((id as u64 + 1) << 17) | 1),
             pinned: AtomicUsize::new(0),
             poll_spin_budget: AtomicU64::new(super::pollspin::BUDGET_NS),
+            handover: Handover::new(),
         }
     }
 
@@ -106,6 +111,7 @@ impl M {
         self.pinned.store(0, Ordering::Relaxed);
         self.poll_spin_budget
             .store(super::pollspin::BUDGET_NS, Ordering::Relaxed);
+        self.handover.reset();
     }
 
     /// The P this M holds. From G context, use [`super::ownership::with_p`]

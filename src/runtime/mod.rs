@@ -46,6 +46,7 @@ pub(crate) mod futex;
 pub(crate) mod g;
 pub(crate) mod gfree;
 mod globrunq;
+mod handover;
 pub(crate) mod idle;
 pub(crate) mod lock;
 mod lockosthread;

@@ -71,7 +71,7 @@ const LONG_YIELD_NS: u64 = 1_000_000;
 const BATCH: u32 = 8;
 /// No spin with a timer due sooner than this: longer than the longest yields
 /// measured (4 ms slices), so a timer is never left to a yield's mercy.
-const TIMER_GUARD_NS: u64 = 10_000_000;
+pub(crate) const TIMER_GUARD_NS: u64 = 10_000_000;
 
 /// Whether a non-blocking poll can find work: some G waits on the network and
 /// no M is blocked in the poller.

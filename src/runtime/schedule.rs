@@ -329,9 +329,20 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         }
         // Step 5: the network, without blocking, if a G waits on it and no M is
         // already blocked in the poller (which would get the events itself).
-        if crate::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 && netpoll(s, Some(Duration::ZERO)) {
-            if let Some(found) = local_pop(s, p) {
-                return Some(found);
+        // An M that has been on its CPU for a while first offers it to whoever
+        // the kernel keeps waiting (`super::handover`).
+        if crate::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+            if !m.spinning() {
+                let now = s.nanotime();
+                if m.handover.due(now, poll_until) {
+                    spin_yield();
+                    m.handover.yielded(now, s.nanotime());
+                }
+            }
+            if netpoll(s, Some(Duration::ZERO)) {
+                if let Some(found) = local_pop(s, p) {
+                    return Some(found);
+                }
             }
         }
 
@@ -351,7 +362,9 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         let now = s.nanotime();
         if spin.go_on(m, network_in_use(s), now, poll_until) {
             spin_yield();
-            spin.yielded(s.nanotime().saturating_sub(now));
+            let back = s.nanotime();
+            m.handover.back_on_cpu(back);
+            spin.yielded(back.saturating_sub(now));
             continue 'top;
         }
         // Give up the P.
@@ -428,6 +441,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             let now = s.nanotime();
             s.lastpoll.store(now.max(1), Ordering::SeqCst);
             PollSpin::woke(m, now.saturating_sub(slept_from), timeout);
+            m.handover.back_on_cpu(now);
             // Take a P first, so the readied Gs land on it (and this M runs them);
             // without one they go to the global queue and wake other Ms.
             let p = s.idle.lock().pidle_get();
@@ -461,7 +475,9 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         if !stop_m(m) {
             return None;
         }
-        PollSpin::woke(m, s.nanotime().saturating_sub(slept_from), None);
+        let back = s.nanotime();
+        m.handover.back_on_cpu(back);
+        PollSpin::woke(m, back.saturating_sub(slept_from), None);
     }
 }
 
