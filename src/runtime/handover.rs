@@ -1,5 +1,5 @@
-//! Handing the core over: an M that has run for [`RUN_NS`] without leaving its
-//! CPU, and whose queue has just run dry while Gs wait on the network, yields
+//! Handing the core over: an M that has run for [`RUN_NS`] without sleeping or
+//! yielding, and whose queue has just run dry while Gs wait on the network, yields
 //! its thread once before it polls for the next batch, so that a thread the
 //! kernel keeps waiting behind it (the server's own clients on a shared
 //! machine, a proxy in front of it) gets the core now rather than at the end of
@@ -10,9 +10,9 @@
 //! (1–3 ms on two CPUs). Meanwhile a client thread on the same core waits with
 //! the responses piling up in its sockets, and every one of those requests
 //! takes that wait into its latency. Measured on the HTTP echo server under wrk
-//! on the same two cores (512 connections): p99 5.3–5.6 ms without the
-//! handover, 3.5–4.0 ms with it, at the same requests per second
-//! (docs/DESIGN.md, "Handing the core over").
+//! on the same two cores (512 connections, medians of 3 interleaved runs):
+//! p99 5.4 ms without the handover, 3.8–4.0 ms with it, at the same requests
+//! per second (docs/DESIGN.md, "Handing the core over").
 //!
 //! # When a handover pays, and when it does not
 //! A yield lasts as long as the thread that gets the core keeps it, and the
@@ -49,10 +49,19 @@
 //!   scheduler it is an M still searching, as it may be at any moment (the
 //!   kernel can preempt it there). This adds no case to the parking protocol.
 //!
+//! - The M's run is counted from its last sleep in the poller or on its note,
+//!   or its last yield here or in poll-spinning. A G's `blocking` call also
+//!   takes the M off its CPU but is not counted (that would cost a clock read
+//!   per call): the M's next dry queue may then yield at once, which costs one
+//!   yield, judged like any other.
+//! - Not while a stop-the-world is collecting the Ps (it waits for this P).
+//!
 //! # Threads and orderings
 //! The state is the M's own: read and written only by its thread (`Relaxed`;
 //! atomics only because `M` is shared).
 
+use super::pollspin::timer_due_soon;
+#[cfg(test)]
 use super::pollspin::TIMER_GUARD_NS;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
@@ -108,7 +117,7 @@ impl Handover {
 
     /// Whether the M should yield now, before its non-blocking poll: it has been
     /// on its CPU for [`RUN_NS`], is not paused, and `next_timer` (the search's
-    /// earliest) is not due within [`TIMER_GUARD_NS`].
+    /// earliest) is not due soon ([`timer_due_soon`]).
     pub(crate) fn due(&self, now: u64, next_timer: u64) -> bool {
         let since = self.on_cpu_since.load(Ordering::Relaxed);
         if since == 0 {
@@ -117,7 +126,7 @@ impl Handover {
         }
         now.saturating_sub(since) >= RUN_NS
             && now >= self.paused_until.load(Ordering::Relaxed)
-            && next_timer > now.saturating_add(TIMER_GUARD_NS)
+            && !timer_due_soon(now, next_timer)
     }
 
     /// A handover yield that began at `from` returned at `back`: judges it by

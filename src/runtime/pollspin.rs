@@ -73,6 +73,12 @@ const BATCH: u32 = 8;
 /// measured (4 ms slices), so a timer is never left to a yield's mercy.
 pub(crate) const TIMER_GUARD_NS: u64 = 10_000_000;
 
+/// Whether `next_timer` is due within [`TIMER_GUARD_NS`] of `now`: then the M
+/// must not bet it on a yield (this module's and [`super::handover`]'s rule).
+pub(crate) fn timer_due_soon(now: u64, next_timer: u64) -> bool {
+    next_timer <= now.saturating_add(TIMER_GUARD_NS)
+}
+
 /// Whether a non-blocking poll can find work: some G waits on the network and
 /// no M is blocked in the poller.
 pub(crate) fn network_in_use(s: &Sched) -> bool {
@@ -113,7 +119,7 @@ impl PollSpin {
     /// blocked in the poller (the caller's [`network_in_use`]); `now`: the
     /// runtime clock; `next_timer`: the earliest timer the search knows of.
     pub(crate) fn go_on(&mut self, m: &M, network: bool, now: u64, next_timer: u64) -> bool {
-        if !network || next_timer <= now.saturating_add(TIMER_GUARD_NS) {
+        if !network || timer_due_soon(now, next_timer) {
             self.stop(m, Verdict::Neutral);
             return false;
         }

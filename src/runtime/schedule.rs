@@ -11,7 +11,8 @@
 //!    keep readying each other on a P cannot starve the global queue);
 //! 3. `runnext`, then the local ring;
 //! 4. a batch from the global queue;
-//! 5. the poller, without blocking, if any G waits on it;
+//! 5. the poller, without blocking, if any G waits on it; before that, an M that
+//!    has run for a while may hand its core over once ([`super::handover`]);
 //! 6. stealing — if this M may spin (at most half the busy Ps have a spinning M):
 //!    four rounds over the other Ps in a random order (random start, coprime
 //!    stride), taking half a victim's ring; the last round also runs victims' due
@@ -332,9 +333,10 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         // An M that has been on its CPU for a while first offers it to whoever
         // the kernel keeps waiting (`super::handover`).
         if crate::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
-            if !m.spinning() {
+            if !m.spinning() && !s.stopping.load(Ordering::Relaxed) {
                 let now = s.nanotime();
-                if m.handover.due(now, poll_until) {
+                // Our P's timers read again: a P-less caller may have added one.
+                if m.handover.due(now, poll_until.min(p.timers.next())) {
                     spin_yield();
                     m.handover.yielded(now, s.nanotime());
                 }
@@ -475,9 +477,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         if !stop_m(m) {
             return None;
         }
-        let back = s.nanotime();
-        m.handover.back_on_cpu(back);
-        PollSpin::woke(m, back.saturating_sub(slept_from), None);
+        PollSpin::woke(m, s.nanotime().saturating_sub(slept_from), None);
     }
 }
 

@@ -102,6 +102,7 @@ fn sleep_for_p(m: &'static M) -> bool {
     m.set_blocked(true);
     m.note.sleep();
     m.set_blocked(false);
+    m.handover.back_on_cpu(sched().nanotime());
     match m.take_nextp().expect("goro: M woken with nothing handed over") {
         Some(p) => {
             m.acquire_p(p);
