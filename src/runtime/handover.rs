@@ -42,13 +42,12 @@
 //!   caller's condition: it is about to poll without blocking), and only by an
 //!   M that is not spinning (a spinner answers for other Ps' new work; a yield
 //!   would make that work wait).
-//! - Never with a timer due within [`TIMER_GUARD_NS`] (the search's next
+//! - Never with a timer due soon ([`timer_due_soon`]: the search's next
 //!   timer), for the reason poll-spinning has the same rule: one yield may
 //!   outlast it.
 //! - The M keeps its P and everything else while it yields: to the rest of the
 //!   scheduler it is an M still searching, as it may be at any moment (the
 //!   kernel can preempt it there). This adds no case to the parking protocol.
-//!
 //! - The M's run is counted from its last sleep in the poller or on its note,
 //!   or its last yield here or in poll-spinning. A G's `blocking` call also
 //!   takes the M off its CPU but is not counted (that would cost a clock read
@@ -60,9 +59,10 @@
 //! The state is the M's own: read and written only by its thread (`Relaxed`;
 //! atomics only because `M` is shared).
 
+use super::m::M;
 use super::pollspin::timer_due_soon;
-#[cfg(test)]
-use super::pollspin::TIMER_GUARD_NS;
+use super::sched::Sched;
+use super::sync_prims::spin_yield;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// Time on the CPU (since the M last slept or yielded) after which it hands
@@ -92,6 +92,20 @@ pub(crate) struct Handover {
     /// Slice-long yields minus brief ones, within [`SCORE_FLOOR`] and
     /// [`SCORE_CEILING`].
     score: AtomicI32,
+}
+
+/// Step 5 of the search, before its non-blocking poll: the M `m`, holding a
+/// P whose queue ran dry while Gs wait on the network, hands its core over if
+/// that is due (module docs). `next_timer`: the earliest timer it answers for.
+pub(crate) fn offer(s: &Sched, m: &M, next_timer: u64) {
+    if m.spinning() || s.stopping.load(Ordering::Relaxed) {
+        return;
+    }
+    let now = s.nanotime();
+    if m.handover.due(now, next_timer) {
+        spin_yield();
+        m.handover.yielded(now, s.nanotime());
+    }
 }
 
 impl Handover {
@@ -157,6 +171,7 @@ impl Handover {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::pollspin::TIMER_GUARD_NS;
     use crate::runtime::timers::NO_TIMER;
 
     /// A handover whose M came on its CPU at 1 ms.

@@ -333,14 +333,8 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         // An M that has been on its CPU for a while first offers it to whoever
         // the kernel keeps waiting (`super::handover`).
         if crate::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
-            if !m.spinning() && !s.stopping.load(Ordering::Relaxed) {
-                let now = s.nanotime();
-                // Our P's timers read again: a P-less caller may have added one.
-                if m.handover.due(now, poll_until.min(p.timers.next())) {
-                    spin_yield();
-                    m.handover.yielded(now, s.nanotime());
-                }
-            }
+            // Our P's timers read again: a P-less caller may have added one.
+            super::handover::offer(s, m, poll_until.min(p.timers.next()));
             if netpoll(s, Some(Duration::ZERO)) {
                 if let Some(found) = local_pop(s, p) {
                     return Some(found);
