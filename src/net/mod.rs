@@ -35,6 +35,7 @@
 //! std's do, and expire with `io::ErrorKind::TimedOut` (std on Linux reports
 //! `WouldBlock`). Linux only, as the netpoller is epoll.
 
+mod rawio;
 mod sockaddr;
 mod tcp;
 mod udp;

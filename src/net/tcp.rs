@@ -1,6 +1,6 @@
 //! `TcpListener` and `TcpStream` on the netpoller.
 
-use super::sockaddr;
+use super::{rawio, sockaddr};
 use crate::netpoll::{Dir, Registered};
 use crate::runtime::sched::sched;
 use std::fmt;
@@ -612,13 +612,6 @@ impl TryFrom<std::net::TcpStream> for TcpStream {
     }
 }
 
-/// What one vectored call can move: std passes the kernel at most `UIO_MAXIOV`
-/// buffers, so a call with more moves no more than the first ones hold (and that
-/// is not a short transfer).
-fn vectored_len(lens: impl Iterator<Item = usize>) -> usize {
-    lens.take(libc::UIO_MAXIOV as usize).sum()
-}
-
 /// A read into no buffer space returns 0 at once, as Go's `Read` does and as a
 /// blocking `recv` of 0 bytes does; the non-blocking `recv` says `EAGAIN` on a
 /// socket with no data, which would park the reader until data came.
@@ -628,26 +621,30 @@ impl Read for &TcpStream {
         if want == 0 {
             return Ok(0);
         }
-        self.inner.stream_io(Dir::Read, want, |mut s| s.read(buf))
+        self.inner
+            .stream_io(Dir::Read, want, |s| rawio::recv(s.as_raw_fd(), buf))
     }
 
     fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        let want = vectored_len(bufs.iter().map(|b| b.len()));
+        let want = rawio::vectored_len(bufs.iter().map(|b| b.len()));
         if want == 0 {
             return Ok(0);
         }
-        self.inner.stream_io(Dir::Read, want, |mut s| s.read_vectored(bufs))
+        self.inner
+            .stream_io(Dir::Read, want, |s| rawio::readv(s.as_raw_fd(), bufs))
     }
 }
 
 impl Write for &TcpStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.stream_io(Dir::Write, buf.len(), |mut s| s.write(buf))
+        self.inner
+            .stream_io(Dir::Write, buf.len(), |s| rawio::send(s.as_raw_fd(), buf))
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let want = vectored_len(bufs.iter().map(|b| b.len()));
-        self.inner.stream_io(Dir::Write, want, |mut s| s.write_vectored(bufs))
+        let want = rawio::vectored_len(bufs.iter().map(|b| b.len()));
+        self.inner
+            .stream_io(Dir::Write, want, |s| rawio::writev(s.as_raw_fd(), bufs))
     }
 
     fn flush(&mut self) -> io::Result<()> {
