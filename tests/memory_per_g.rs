@@ -13,20 +13,10 @@ const GS: usize = 20_000;
 /// 4 KiB (docs/BENCHMARKS.md, `parked_rss`).
 const MAX_KIB_PER_G: usize = 16;
 
-fn rss_kib() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .expect("VmRSS in /proc/self/status")
-}
-
 /// Parks `GS` goroutines, measures RSS growth while they are parked, then
 /// releases them all.
 fn park_a_crowd() -> usize {
-    let before = rss_kib();
+    let before = common::rss_kib();
     let (tx, rx) = goro::chan::bounded::<()>(0);
     let (done_tx, done) = goro::chan::bounded::<()>(GS);
     let started = Arc::new(AtomicUsize::new(0));
@@ -43,7 +33,7 @@ fn park_a_crowd() -> usize {
     while started.load(Ordering::Relaxed) < GS {
         std::thread::yield_now();
     }
-    let during = rss_kib();
+    let during = common::rss_kib();
     drop(tx); // closes: everyone wakes and reports
     for _ in 0..GS {
         done.recv().unwrap();
@@ -56,9 +46,9 @@ fn parked_goroutines_cost_a_few_kib_and_memory_is_reused() {
     common::init_procs(2);
     let _w = common::watchdog("memory per G", Duration::from_secs(120));
     let first = park_a_crowd();
-    let rss_after_first = rss_kib();
+    let rss_after_first = common::rss_kib();
     let second = park_a_crowd();
-    let rss_after_second = rss_kib();
+    let rss_after_second = common::rss_kib();
     println!("KiB per parked G: first crowd {first}, second {second}");
     assert!(first <= MAX_KIB_PER_G, "{first} KiB per parked goroutine");
     // Stacks and G records are recycled: the second crowd adds (almost) nothing.

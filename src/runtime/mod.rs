@@ -63,6 +63,7 @@ pub(crate) mod preempt;
 mod procresize;
 mod quadheap;
 pub(crate) mod runq;
+mod scavenge;
 pub(crate) mod sched;
 mod schedule;
 mod signal;

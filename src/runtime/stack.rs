@@ -17,22 +17,24 @@
 //! free lists, and their touched pages stay resident for the next G. Releasing
 //! each returned stack's pages at once (`MADV_DONTNEED`) was measured and dropped:
 //! every call flushes the TLB on all cores, and with 100,000 sleeping Gs exiting it
-//! cost a fifth of the run's cycles. Giving idle pooled memory back belongs in a
-//! background scavenger (Go's), not on the exit path.
+//! cost a fifth of the run's cycles. Instead, sysmon's scavenger (`scavenge.rs`)
+//! releases the pages of stacks that sat unused in the global pool for a whole
+//! period.
 //!
 //! # Who may touch what
 //! [`StackCache`] lives inside a P and is used only by the M holding that P.
 //! [`StackPool`] is global and locked.
 
+use super::scavenge::{release, FreeStacks, PoolHints};
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// `madvise` advice that installs a guard marker (Linux 6.13, not yet in `libc`).
 const MADV_GUARD_INSTALL: libc::c_int = 102;
 /// Target bytes per slab (stack count = this / stride, at least 1).
-const SLAB_BYTES: usize = 64 << 20;
+pub(crate) const SLAB_BYTES: usize = 64 << 20;
 /// Stacks moved between a P's cache and the global pool at once.
 const CACHE_BATCH: usize = 16;
 /// A P's cache holds at most this many stacks before giving half back.
@@ -84,6 +86,11 @@ unsafe impl corosensei::stack::Stack for GStack {
 impl GStack {
     pub(crate) fn size(&self) -> usize {
         self.top - self.bottom
+    }
+
+    /// `[lo, hi)` of the usable part.
+    pub(crate) fn usable(&self) -> (usize, usize) {
+        (self.bottom, self.top)
     }
 
     /// `[lo, hi)` of the guard page.
@@ -151,48 +158,93 @@ fn install_guard(addr: usize, page: usize) -> io::Result<()> {
     }
 }
 
-/// The global pool of free stacks, by size.
+/// The global pool of free stacks, by size, aged by the scavenger
+/// (`scavenge.rs`).
 pub(crate) struct StackPool {
-    free: Mutex<HashMap<usize, Vec<GStack>>>,
+    free: Mutex<HashMap<usize, FreeStacks>>,
+    hints: PoolHints,
 }
 
 impl StackPool {
     pub(crate) fn new() -> Self {
         StackPool {
             free: Mutex::new(HashMap::new()),
+            hints: PoolHints::default(),
         }
+    }
+
+    pub(crate) fn hints(&self) -> &PoolHints {
+        &self.hints
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<usize, FreeStacks>> {
+        self.free.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Moves up to `n` free stacks of `size` into `out`, mapping a new slab if the
     /// pool has none. `size` must come from [`round_size`].
     pub(crate) fn take(&self, size: usize, n: usize, out: &mut Vec<GStack>) -> io::Result<()> {
-        {
-            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(list) = free.get_mut(&size) {
-                if !list.is_empty() {
-                    let at = list.len().saturating_sub(n);
-                    out.extend(list.drain(at..));
-                    return Ok(());
-                }
-            }
+        let had = out.len();
+        if let Some(free) = self.lock().get_mut(&size) {
+            free.take(n, out);
+        }
+        if out.len() > had {
+            return Ok(());
         }
         let count = (SLAB_BYTES / (size + page_size())).max(1);
         let mut slab = map_slab(size, count)?;
         let give = n.min(slab.len());
         out.extend(slab.drain(slab.len() - give..));
         if !slab.is_empty() {
-            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-            free.entry(size).or_default().extend(slab);
+            let mut pool = self.lock();
+            let free = pool.entry(size).or_default();
+            slab.into_iter().for_each(|s| free.give(s));
+            self.hints.given();
         }
         Ok(())
     }
 
     /// Returns stacks to the pool.
     pub(crate) fn give(&self, stacks: impl IntoIterator<Item = GStack>) {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pool = self.lock();
         for s in stacks {
-            free.entry(s.size()).or_default().push(s);
+            pool.entry(s.size()).or_default().give(s);
         }
+        self.hints.given();
+    }
+
+    /// A scavenge period ends (`scavenge.rs`).
+    pub(crate) fn end_period(&self) {
+        let mut pool = self.lock();
+        pool.values_mut().for_each(FreeStacks::end_period);
+        self.hints.refresh(pool.values());
+    }
+
+    /// Releases the pages of up to `n` due stacks, outside the lock: they are
+    /// out of the pool meanwhile, so no G can be given one.
+    pub(crate) fn release_due(&self, n: usize) {
+        let mut batch: Vec<(usize, Vec<GStack>)> = Vec::new();
+        {
+            let mut pool = self.lock();
+            let mut left = n;
+            for (&size, free) in pool.iter_mut().filter(|(_, f)| f.has_due()) {
+                if left == 0 {
+                    break;
+                }
+                let mut stacks = Vec::new();
+                free.take_due(left, &mut stacks);
+                left -= stacks.len();
+                batch.push((size, stacks));
+            }
+        }
+        for (_, stacks) in &mut batch {
+            release(stacks);
+        }
+        let mut pool = self.lock();
+        for (size, stacks) in batch {
+            pool.entry(size).or_default().put_cold(stacks);
+        }
+        self.hints.refresh(pool.values());
     }
 }
 

@@ -36,14 +36,18 @@
 //!   is still unrun then (Go instead wakes an M for every timer-readied G);
 //! - **idle Ms**: an M parked for [`M_IDLE_RETIRE`] while more Ms exist than
 //!   GOMAXPROCS exits, so bursts of blocking calls leave no crowd of threads;
+//! - **idle stacks**: runs the stack scavenger (`scavenge.rs`), which gives
+//!   back the memory of free stacks that sat unused for a whole second, a chunk
+//!   per look;
 //! - **schedtrace**: prints `GODEBUG=schedtrace` reports.
 //!
 //! It sleeps 20 µs between looks, and after 1 ms without anything to do doubles
 //! that up to 10 ms (Go's pacing); any intervention resets it, and a G entering a
 //! blocking call wakes it from a long sleep so the hand-off is not 10 ms late.
 //! When every P is idle there is nothing to watch: it sleeps until an M takes a P
-//! ([`Sysmon::p_acquired`]), waking only to retire idle Ms and for a timer
-//! that no M watches (Go's "deep sleep", which also ends at the next timer).
+//! ([`Sysmon::p_acquired`]), waking only to retire idle Ms, for a timer
+//! that no M watches (Go's "deep sleep", which also ends at the next timer),
+//! and for the scavenger while free stacks may still hold pages.
 //! It then goes on at the pace it had: a workload whose Ps all idle between
 //! bursts (HTTP at 64 connections) otherwise restarted the 20 µs pace at every
 //! burst, 6.7k sysmon wake-ups in 4.5 s instead of 0.5k. A look that came early
@@ -60,6 +64,7 @@
 use super::note::Note;
 use super::ownership::try_take_running;
 use super::p::{PState, PStatus, P};
+use super::scavenge::Scavenger;
 use super::sched::Sched;
 use super::schedule::SLICE_NS;
 use super::timers::NO_TIMER;
@@ -186,6 +191,7 @@ fn run(s: &'static Sched) -> ! {
     let mut idle_looks = 0u32;
     // This look came early, only for the network's 1 ms rule.
     let mut early_for_network = false;
+    let mut scavenger = Scavenger::new(s.nanotime());
     loop {
         let now = s.nanotime();
         let netpoll_due = netpoll_if_stale(s, now);
@@ -197,6 +203,7 @@ fn run(s: &'static Sched) -> ! {
         let looked = retake(s, now, &mut seen);
         let acted = looked.taken > 0;
         retire_idle_ms(s);
+        let scavenge_due = scavenger.look(&s.stacks, now);
         if trace_ns > 0 && now >= next_trace {
             let report = super::trace::render(s);
             // One write per report so lines from concurrent writers do not interleave.
@@ -214,7 +221,8 @@ fn run(s: &'static Sched) -> ! {
         // (10 ms) pace late; never sooner than the shortest pace, so a P that
         // cannot be taken yet does not make sysmon spin.
         let now = s.nanotime();
-        let due = Duration::from_nanos(looked.next_due.min(netpoll_due).min(timer_due).saturating_sub(now));
+        let due = looked.next_due.min(netpoll_due).min(timer_due).min(scavenge_due);
+        let due = Duration::from_nanos(due.saturating_sub(now));
         let mut sleep = delay.min(due.max(MIN_DELAY));
         if trace_ns > 0 {
             sleep = sleep.min(Duration::from_nanos(next_trace.saturating_sub(now)));
@@ -225,7 +233,7 @@ fn run(s: &'static Sched) -> ! {
         // after every request, and the next request's M would have to wake it
         // on its way to the G (`p_acquired`): 10 -> 35 µs of CPU and 16 -> 49 µs
         // round trip per request at one request per ms.
-        if trace_ns == 0 && !early_for_network && deep_sleep(s, timer_due) {
+        if trace_ns == 0 && !early_for_network && deep_sleep(s, timer_due, &scavenger) {
             // Every P idled: whoever holds one now starts a fresh count (a G back
             // from a blocking call may hold it without a switch to show for it).
             let now = s.nanotime();
@@ -244,10 +252,12 @@ fn run(s: &'static Sched) -> ! {
 }
 
 /// Sleeps while every P is idle (module docs); false if some P is not. Wakes
-/// after [`M_IDLE_RETIRE`] if there are idle Ms that may retire, and at
+/// after [`M_IDLE_RETIRE`] if there are idle Ms that may retire, at
 /// `timer_due` (from [`timers_if_unwatched`]) for a timer that no M watches, as
-/// Go's sysmon sleeps no later than the next timer.
-fn deep_sleep(s: &Sched, timer_due: u64) -> bool {
+/// Go's sysmon sleeps no later than the next timer, and for the stack
+/// scavenger's next look. That one is read after every P was seen idle, so it
+/// counts the stacks the last running G gave back.
+fn deep_sleep(s: &Sched, timer_due: u64, scavenger: &Scavenger) -> bool {
     let all_idle = || s.idle.npidle() as usize == s.gomaxprocs();
     if !all_idle() {
         return false;
@@ -258,9 +268,10 @@ fn deep_sleep(s: &Sched, timer_due: u64) -> bool {
         return false;
     }
     let mut limit = (s.idle.nmidle() > 0).then_some(M_IDLE_RETIRE);
-    if timer_due != u64::MAX {
-        let to_timer = Duration::from_nanos(timer_due.saturating_sub(s.nanotime()));
-        limit = Some(limit.map_or(to_timer, |l| l.min(to_timer)));
+    let due = timer_due.min(scavenger.next_look(&s.stacks, s.nanotime()));
+    if due != u64::MAX {
+        let to_due = Duration::from_nanos(due.saturating_sub(s.nanotime()));
+        limit = Some(limit.map_or(to_due, |l| l.min(to_due)));
     }
     match limit {
         Some(limit) => {

@@ -1,7 +1,7 @@
 //! Shared test helpers: a watchdog for tests that would hang on a lost wake-up,
 //! running this test binary again as a child process, starting the runtime with
 //! a given GOMAXPROCS, making a socket reset its connection when closed,
-//! counting the Ms' sleeps, and keeping every core busy.
+//! counting the Ms' sleeps, keeping every core busy, and reading the RSS.
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::process::{Command, Output};
@@ -192,4 +192,15 @@ impl Drop for CpuHogs {
 pub fn quantile<T: Ord + Copy>(samples: &mut [T], q: f64) -> T {
     samples.sort_unstable();
     samples[((samples.len() - 1) as f64 * q).round() as usize]
+}
+
+/// This process's resident memory (`VmRSS`), in KiB.
+pub fn rss_kib() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS in /proc/self/status")
 }
