@@ -644,7 +644,7 @@ impl Write for &TcpStream {
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         let want = rawio::vectored_len(bufs.iter().map(|b| b.len()));
         self.inner
-            .stream_io(Dir::Write, want, |s| rawio::writev(s.as_raw_fd(), bufs))
+            .stream_io(Dir::Write, want, |s| rawio::send_vectored(s.as_raw_fd(), bufs))
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -19,7 +19,9 @@
 //!
 //! `take` prefers `warm`, then `due`, then `cold`, so a reused stack is one
 //! whose pages are still there whenever there is one. A stack is therefore
-//! released one to two periods ([`PERIOD_NS`]) after it was last given back.
+//! released one to two periods ([`PERIOD_NS`]) after it came back to the global
+//! pool (plus the time to work through the chunks before it). Stacks in a P's
+//! cache are not aged: at most 64 per P.
 //!
 //! # Who does the work
 //! sysmon, at each look ([`Scavenger::look`]): it ends a period every
@@ -61,8 +63,11 @@ pub(crate) struct FreeStacks {
 }
 
 impl FreeStacks {
-    /// Moves up to `n` stacks into `out`, those with resident pages first.
+    /// Moves up to `n` stacks onto the end of `out`, ordered so that popping
+    /// `out` yields those with resident pages first (the newest warm one, then
+    /// due ones, then released ones).
     pub(crate) fn take(&mut self, n: usize, out: &mut Vec<GStack>) {
+        let had = out.len();
         for _ in 0..n {
             let Some(s) = self
                 .warm
@@ -74,6 +79,7 @@ impl FreeStacks {
             };
             out.push(s);
         }
+        out[had..].reverse();
         self.untouched = self.untouched.min(self.warm.len());
     }
 
@@ -111,8 +117,9 @@ impl FreeStacks {
 }
 
 /// Drops the pages of `stacks`: the memory goes back to the kernel, and the
-/// next touch reads zeros. One `madvise` per run of adjacent stacks (a slab's
-/// stacks lie back to back), so a run costs one TLB flush, not one per stack.
+/// next touch reads zeros. One `madvise` per run of adjacent stacks among them
+/// (a slab's stacks lie back to back), so a run costs one TLB flush, not one
+/// per stack.
 /// A run spans the guard pages between its stacks: a guard installed with
 /// `MADV_GUARD_INSTALL` survives `MADV_DONTNEED` (madvise(2)), and an
 /// `mprotect`ed one has no pages to drop. Returns the number of calls.
@@ -139,10 +146,11 @@ pub(crate) fn release(stacks: &mut [GStack]) -> usize {
 }
 
 /// What sysmon reads of the pool without its lock: whether a look has work.
-/// Written only under the pool's lock; read Relaxed. A stale read costs one
-/// look too many or too few, and sysmon re-reads `pages` after it has seen
-/// every P idle (`deep_sleep`), which orders it after the last `give` of the
-/// M that idled its P.
+/// Written only under the pool's lock: set by `give`, recomputed by sysmon's
+/// `end_period` and `release_due`. A `take` that empties the pool leaves them
+/// saying yes, which costs sysmon one look with nothing to do. Read Relaxed;
+/// sysmon re-reads `pages` after it has seen every P idle (`deep_sleep`),
+/// which orders it after the last `give` of the M that idled its P.
 #[derive(Default)]
 pub(crate) struct PoolHints {
     /// Some free stack may hold resident pages.
@@ -160,7 +168,7 @@ impl PoolHints {
     }
 
     /// Recomputes both from the pool (caller holds its lock).
-    pub(crate) fn refresh<'a>(&self, sizes: impl Iterator<Item = &'a FreeStacks> + Clone) {
+    pub(crate) fn refresh<'a>(&self, sizes: impl Iterator<Item = &'a FreeStacks>) {
         let (pages, due) = sizes.fold((false, false), |(p, d), f| (p || f.holds_pages(), d || f.has_due()));
         self.pages.store(pages, Ordering::Relaxed);
         self.due.store(due, Ordering::Relaxed);
@@ -288,28 +296,35 @@ mod tests {
         f.give(c);
         let mut got = Vec::new();
         f.take(3, &mut got);
-        let order: Vec<_> = got.iter().map(|s| s.usable().1).collect();
-        assert_eq!(order, [c_top, b_top, a_top], "warm, then due, then cold");
         f.take(1, &mut got);
         assert_eq!(got.len(), 3, "nothing else was there");
+        // A P's cache hands out stacks by popping.
+        let order: Vec<_> = std::iter::from_fn(|| got.pop()).map(|s| s.usable().1).collect();
+        assert_eq!(order, [c_top, b_top, a_top], "warm, then due, then cold");
     }
 
-    /// Whether reading the page at `addr` kills a forked child with a signal.
+    /// Whether the kernel refuses to read the byte at `addr` for us, as it
+    /// does for a guard page (`process_vm_readv` on ourselves: no fork, no
+    /// signal).
     fn faults(addr: usize) -> bool {
-        // SAFETY: the child only restores the default SIGSEGV action, reads one
-        // byte and exits, all async-signal-safe; the parent reaps it.
-        unsafe {
-            let pid = libc::fork();
-            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-            if pid == 0 {
-                libc::signal(libc::SIGSEGV, libc::SIG_DFL);
-                std::ptr::read_volatile(addr as *const u8);
-                libc::_exit(0);
-            }
-            let mut status = 0;
-            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
-            libc::WIFSIGNALED(status)
+        let mut byte = 0u8;
+        let local = libc::iovec {
+            iov_base: (&mut byte as *mut u8).cast(),
+            iov_len: 1,
+        };
+        let remote = libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: 1,
+        };
+        // SAFETY: the kernel writes at most one byte, into `byte`; it checks
+        // the remote address itself.
+        let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if n == 1 {
+            return false;
         }
+        let err = std::io::Error::last_os_error();
+        assert_eq!(err.raw_os_error(), Some(libc::EFAULT), "process_vm_readv: {err}");
+        true
     }
 
     #[test]
@@ -324,6 +339,7 @@ mod tests {
                 faults(s.guard().0),
                 "the guard page below a released stack still faults"
             );
+            assert!(!faults(s.usable().1 - 1), "its top byte reads (as zero)");
         }
         touch(&s[0], 1); // still mapped and writable
         assert_eq!(resident_pages(&s[0]), 1);
