@@ -9,7 +9,10 @@
 # `wrk -t$HTTP_THREADS -c<conns> -d<secs> --latency` (the POST variant with
 # benches/compare/wrk/post.lua). Nothing is pinned: wrk and the server share the
 # machine's cores. wrk's output becomes three rows (scripts/wrk_parse.py):
-# http_<method>_<conns>_rps (req/s), _p50 and _p99 (ms).
+# http_<method>_<conns>_rps (req/s), _p50 and _p99 (ms); a fourth, _steal (ms),
+# is the CPU time the hypervisor took from this VM during the measured run (the
+# steal column of /proc/stat, all CPUs), so that the report can tell the runs a
+# host stall hit (docs/BENCHMARKS.md, http_echo).
 #
 # Servers, all `--addr 127.0.0.1:PORT --procs P`, printing `listening on ADDR`:
 #   goro  examples/http_echo of the main crate (built here, see http_setup)
@@ -28,7 +31,8 @@ HTTP_LUA=$CMP/wrk/post.lua
 # for the root target/ that `cargo test` uses.
 HTTP_GORO_TARGET=target/compare-goro-http
 HTTP_GORO_BIN=$HTTP_GORO_TARGET/release/examples/http_echo
-HTTP_SUFFIXES=(rps p50 p99)
+HTTP_SUFFIXES=(rps p50 p99 steal)
+HTTP_CLK_TCK=$(getconf CLK_TCK)
 
 # Installs wrk (Debian's package) and builds goro's example server, once, if
 # http_echo is selected. Failures become reasons (wrk: every cell; goro: its cells).
@@ -98,6 +102,11 @@ http_rows() { # method conns impl procs run secs status reason
   done
 }
 
+# The machine's steal time so far, in clock ticks (0 where the kernel keeps none).
+steal_ticks() {
+  awk '$1 == "cpu" { print ($9 == "" ? 0 : $9); exit }' /proc/stat
+}
+
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -128,8 +137,11 @@ run_http() {
     HTTP_POST_SIZE=$HTTP_POST_SIZE timeout -k 5 $((HTTP_WARMUP + 30)) \
       wrk -t"$HTTP_THREADS" -c"$c" -d"${HTTP_WARMUP}s" "${lua[@]}" "$url" >"$base.warmup.out" 2>&1 || true
   fi
+  local steal0 steal_ms
+  steal0=$(steal_ticks)
   if HTTP_POST_SIZE=$HTTP_POST_SIZE timeout -k 5 $((secs + 30)) \
     wrk -t"$HTTP_THREADS" -c"$c" -d"${secs}s" --latency "${lua[@]}" "$url" >"$base.out" 2>"$base.err"; then rc=0; else rc=$?; fi
+  steal_ms=$((($(steal_ticks) - steal0) * 1000 / HTTP_CLK_TCK))
   finish_server "$base"
   reason=$SERVER_DIED errs=$SERVER_ERRS
   if [ -z "$reason" ] && [ "$rc" = 0 ] && line=$(python3 scripts/wrk_parse.py "$base.out" 2>"$base.parse.err"); then
@@ -137,11 +149,11 @@ run_http() {
     IFS=$'\t' read -r rps p50 p99 warn <<<"$line"
     warn=$(printf '%s' "${warn}${warn:+${errs:+; }}${errs}" | oneline)
     for s in "${HTTP_SUFFIXES[@]}"; do
-      case $s in rps) v=$rps u=req/s ;; p50) v=$p50 u=ms ;; p99) v=$p99 u=ms ;; esac
+      case $s in rps) v=$rps u=req/s ;; p50) v=$p50 u=ms ;; p99) v=$p99 u=ms ;; steal) v=$steal_ms u=ms ;; esac
       printf 'http_%s_%s_%s\t%s\t%s\t%s\t%s\tok\t%s\t%s\t%s\t%s\n' "$m" "$c" "$s" "$impl" "$P" "$r" "$secs" \
         "$v" "$u" "$P" "$warn" >>"$RESULTS"
     done
-    log "http_echo $m c=$c procs=$P run $r/$RUNS $impl: $rps req/s, p50 $p50 ms, p99 $p99 ms${warn:+ (warning: $warn)}"
+    log "http_echo $m c=$c procs=$P run $r/$RUNS $impl: $rps req/s, p50 $p50 ms, p99 $p99 ms, host steal $steal_ms ms${warn:+ (warning: $warn)}"
   else
     if [ -z "$reason" ]; then
       if [ "$rc" != 0 ]; then
