@@ -11,8 +11,8 @@
 # machine's cores. wrk's output becomes three rows (scripts/wrk_parse.py):
 # http_<method>_<conns>_rps (req/s), _p50 and _p99 (ms); a fourth, _steal (ms),
 # is the CPU time the hypervisor took from this VM during the measured run (the
-# steal column of /proc/stat, all CPUs), so that the report can tell the runs a
-# host stall hit (docs/BENCHMARKS.md, http_echo).
+# steal column of /proc/stat, all CPUs), which the report gives per cell as a
+# sign of how hard the host pressed on each implementation's runs.
 #
 # Servers, all `--addr 127.0.0.1:PORT --procs P`, printing `listening on ADDR`:
 #   goro  examples/http_echo of the main crate (built here, see http_setup)
