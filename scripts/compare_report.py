@@ -182,7 +182,6 @@ ECHO_GOAL = "goro ≥ 1.0 × the best peer's msgs/s and ≤ its p99"
 # the section `workload:http_echo`.
 HTTP = "http_echo"
 HTTP_RE = re.compile(r"^http_(get|post)_(\d+)_(rps|p50|p99|steal)$")
-
 HTTP_GOAL = (
     "at 64 and 512 connections, goro's requests/s ≥ those of the best peer (of Go, Tokio and may, "
     "the one with the highest median requests/s) and goro's p99 latency ≤ that peer's p99"
@@ -537,10 +536,10 @@ def http_section(rows, meta):
                     med, lo, hi, vs_go, vs_best = "n/a", dash, dash, dash, dash
                 q50 = num(p50[i].median, 2) if p50[i].values else dash
                 q99, q99r, q99v = p99_cells(p99[i], p99[best] if best else None, 2)
-                hit = num(steal[i].median, 0) if steal[i].values else dash
+                stolen = num(steal[i].median, 0) if steal[i].values else dash
                 table.append(
                     f"| {what} | {p} | {IMPL_NAMES.get(i, i)} | {med} | {lo} | {hi} | {vs_go} | {vs_best} | {q50} "
-                    f"| {q99} | {q99r} | {q99v} | {hit} | {esc(c.notes(p))} |"
+                    f"| {q99} | {q99r} | {q99v} | {stolen} | {esc(c.notes(p))} |"
                 )
     out = [
         "## http_echo: HTTP/1.1 echo server under wrk",
