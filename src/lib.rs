@@ -62,6 +62,7 @@
 
 mod blocking;
 pub mod chan;
+mod local;
 pub mod net;
 pub(crate) mod netpoll;
 pub mod runtime;
@@ -70,7 +71,10 @@ pub mod sync;
 pub mod time;
 
 pub use blocking::blocking;
+pub use local::LocalKey;
 pub use spawn::{current, spawn, yield_now, Builder, GoId, JoinHandle};
+#[doc(hidden)]
+pub use spawn::{go as __go, go_with as __go_with};
 
 /// Internals exposed only for `benches/` (not part of the API, no stability).
 #[doc(hidden)]
@@ -79,23 +83,44 @@ pub mod __bench {
 }
 
 /// Starts a goroutine, like Go's `go` statement: `goro::go!(|| expr)` or
-/// `goro::go!(move || expr)`. Returns its [`JoinHandle`].
+/// `goro::go!(move || expr)` returns its [`JoinHandle`];
+/// `goro::go!(builder, || expr)` starts it with a [`Builder`]'s name and stack
+/// size and returns `io::Result<JoinHandle<T>>`.
 ///
-/// `go!(f)` is [`spawn`](fn@spawn)`(f)`: the closure must be `Send + 'static` and so must its
-/// result. The new goroutine is queued to run next on the current P (Go's
-/// `runnext`), or on the global run queue when called from a plain thread; the
-/// caller carries on without waiting for it. Dropping the handle detaches the
-/// goroutine.
+/// **The thread-local rule, which the types cannot check:** the goroutine's code,
+/// and all it calls, uses no thread-local — its own or a library's
+/// (`thread_local!`, `std::thread::current()`, `rand::thread_rng()`,
+/// `std::io::stdout().lock()`) — except inside [`blocking`](fn@crate::blocking)
+/// or while [`runtime::lock_os_thread`] wires it to its thread. A goroutine moves
+/// between threads at any park, and optimised code may then touch the previous
+/// thread's value (a data race). [`spawn`](fn@spawn)'s `# Safety` section says
+/// why and what is allowed; [`local!`] is the per-goroutine storage to use
+/// instead. `go!` is a safe macro (usable under `#![forbid(unsafe_code)]`: the
+/// closure is never placed in an `unsafe` block), so keeping this rule is on the
+/// caller, exactly as with the `unsafe fn`s [`spawn`](fn@spawn) and
+/// [`Builder::spawn`].
+///
+/// The closure must be `Send + 'static` and so must its result. The new
+/// goroutine is queued to run next on the current P (Go's `runnext`), or on the
+/// global run queue when called from a plain thread; the caller carries on
+/// without waiting for it. Dropping the handle detaches the goroutine.
 ///
 /// ```
 /// let data = vec![1, 2, 3];
 /// let h = goro::go!(move || data.iter().sum::<i32>());
 /// assert_eq!(h.join().unwrap(), 6);
+///
+/// let named = goro::go!(goro::Builder::new().name("adder"), || 40 + 2)?;
+/// assert_eq!(named.join().unwrap(), 42);
+/// # Ok::<(), std::io::Error>(())
 /// ```
 #[macro_export]
 macro_rules! go {
-    ($f:expr) => {
-        $crate::spawn($f)
+    ($f:expr $(,)?) => {
+        $crate::__go($f)
+    };
+    ($builder:expr, $f:expr $(,)?) => {
+        $crate::__go_with($builder, $f)
     };
 }
 

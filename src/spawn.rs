@@ -20,6 +20,7 @@ use crate::runtime::p::{bump, P};
 use crate::runtime::park::{Parker, Waiter};
 use crate::runtime::sched::sched;
 use crate::runtime::stack::MAX_STACK_SIZE;
+use crate::runtime::task::locals::destroy_running;
 use crate::runtime::task::{TaskHeader, TaskRef, TaskVtable};
 use crate::runtime::wake::wakep;
 use std::any::Any;
@@ -72,8 +73,9 @@ impl fmt::Display for GoId {
     }
 }
 
-/// Starts a goroutine running `f` and returns a handle to join it (Go's `go f()`;
-/// the [`go!`](crate::go!) macro is the same call).
+/// Starts a goroutine running `f` and returns a handle to join it (Go's `go f()`).
+/// Most code writes [`go!`](crate::go!)`(f)`, the safe form of this call under the
+/// same rule.
 ///
 /// Works from a goroutine and from a plain thread alike; the first call starts the
 /// runtime if nothing else has. The new goroutine goes to the current P's
@@ -86,25 +88,65 @@ impl fmt::Display for GoId {
 /// `Err`. Dropping the handle detaches the goroutine, which runs on.
 ///
 /// ```
-/// let h = goro::spawn(|| 6 * 7);
+/// // SAFETY: the goroutines touch no thread-local.
+/// let h = unsafe { goro::spawn(|| 6 * 7) };
 /// assert_eq!(h.join().unwrap(), 42);
-///
-/// // Goroutines may spawn goroutines.
-/// let outer = goro::spawn(|| goro::spawn(|| "inner").join().unwrap());
-/// assert_eq!(outer.join().unwrap(), "inner");
 /// ```
+///
+/// # Safety
+/// A goroutine moves between OS threads at any park, and in optimised builds the
+/// compiler may reuse a thread-local's address, computed before a park, after
+/// the goroutine resumed on another thread: the code then reads and writes the
+/// other thread's value, racing with whatever runs there. No rule about "not
+/// holding a reference across a park" prevents this, so the rule is:
+///
+/// **`f`, and all it calls, uses no thread-local — its own or a library's —
+/// except inside [`blocking`](fn@crate::blocking), or while
+/// [`lock_os_thread`](crate::runtime::lock_os_thread) wires the goroutine to its
+/// thread.** That covers `thread_local!` statics, `std::thread::current()`,
+/// `rand::thread_rng()`, an `Rc` or guard obtained from a thread-local, and
+/// `std::io::stdout().lock()` (its re-entrant lock knows its owner by thread).
+/// std's `print!` family and `panic!` are fine: their thread-local accesses
+/// happen inside std's own compiled functions, which return without parking.
+/// Use [`local!`](crate::local!) for per-goroutine state: its values follow
+/// their goroutine. `docs/SAFETY.md` explains the hazard and the alternatives.
 ///
 /// # Panics
 /// Never for ordinary use: this is [`Builder::spawn`] with default settings, which
 /// cannot fail.
-pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+#[track_caller]
+pub unsafe fn spawn<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    go(f)
+}
+
+/// [`go!`](crate::go!)`(f)`: [`spawn`] as a safe call, under the rule of its
+/// `# Safety` section, which the types cannot check.
+#[doc(hidden)]
+#[track_caller]
+pub fn go<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
     Builder::new()
-        .spawn(f)
+        .start(f)
         .expect("spawn with default settings cannot fail")
+}
+
+/// [`go!`](crate::go!)`(builder, f)`: [`Builder::spawn`] as a safe call, under
+/// the rule of [`spawn`]'s `# Safety` section, which the types cannot check.
+#[doc(hidden)]
+#[track_caller]
+pub fn go_with<F, T>(builder: Builder, f: F) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    builder.start(f)
 }
 
 /// Goroutine settings: a name and a stack size, as std's `thread::Builder`.
@@ -113,7 +155,7 @@ where
 /// goroutines are anonymous and their stacks grow.
 ///
 /// ```
-/// let h = goro::Builder::new().name("worker-1").stack_size(512 << 10).spawn(|| "done")?;
+/// let h = goro::go!(goro::Builder::new().name("worker-1").stack_size(512 << 10), || "done")?;
 /// assert_eq!(h.join().unwrap(), "done");
 /// # Ok::<(), std::io::Error>(())
 /// ```
@@ -127,7 +169,7 @@ impl Builder {
     /// Default settings: no name, the runtime's default stack size.
     ///
     /// ```
-    /// let h = goro::Builder::new().spawn(|| 1)?;
+    /// let h = goro::go!(goro::Builder::new(), || 1)?;
     /// assert_eq!(h.join().unwrap(), 1);
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -140,9 +182,9 @@ impl Builder {
     /// ([`Builder::spawn`] fails).
     ///
     /// ```
-    /// let h = goro::Builder::new().name("worker-1").spawn(|| 2 + 2)?;
+    /// let h = goro::go!(goro::Builder::new().name("worker-1"), || 2 + 2)?;
     /// assert_eq!(h.join().unwrap(), 4);
-    /// assert!(goro::Builder::new().name("bad\0name").spawn(|| ()).is_err());
+    /// assert!(goro::go!(goro::Builder::new().name("bad\0name"), || ()).is_err());
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
@@ -159,7 +201,7 @@ impl Builder {
     /// ```
     /// // Deep recursion wants a big stack.
     /// fn depth(n: u64) -> u64 { if n == 0 { 0 } else { 1 + depth(n - 1) } }
-    /// let h = goro::Builder::new().stack_size(4 << 20).spawn(|| depth(10_000))?;
+    /// let h = goro::go!(goro::Builder::new().stack_size(4 << 20), || depth(10_000))?;
     /// assert_eq!(h.join().unwrap(), 10_000);
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -169,9 +211,12 @@ impl Builder {
     }
 
     /// Starts the goroutine with these settings; otherwise as [`spawn`].
+    /// [`go!`](crate::go!)`(builder, f)` is the safe form of this call under the
+    /// same rule.
     ///
     /// ```
-    /// let h = goro::Builder::new().name("adder").spawn(|| 40 + 2)?;
+    /// // SAFETY: the goroutine touches no thread-local.
+    /// let h = unsafe { goro::Builder::new().name("adder").spawn(|| 40 + 2) }?;
     /// assert_eq!(h.join().unwrap(), 42);
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -181,7 +226,24 @@ impl Builder {
     /// contains a NUL byte. (The stack is mapped when the goroutine first runs; if
     /// that fails, `join` returns the error message as the goroutine's panic
     /// payload.)
-    pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
+    ///
+    /// # Safety
+    /// As [`spawn`]'s: `f`, and all it calls, uses no thread-local except inside
+    /// [`blocking`](fn@crate::blocking) or while
+    /// [`lock_os_thread`](crate::runtime::lock_os_thread) wires it to its thread.
+    #[track_caller]
+    pub unsafe fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.start(f)
+    }
+
+    /// [`Builder::spawn`] without its contract: for the safe entry points
+    /// (`go!`, `WaitGroup::go`, `time::after_func`), whose docs state the rule.
+    #[track_caller]
+    pub(crate) fn start<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -270,7 +332,13 @@ where
         // SAFETY: as above: only this one call touches `f`.
         let f = unsafe { (*task.f.get()).take() }.expect("goro: goroutine body ran twice");
         let result = match no_stack {
-            None => catch_unwind(AssertUnwindSafe(f)),
+            None => {
+                let result = catch_unwind(AssertUnwindSafe(f));
+                // Its goroutine-locals drop here, on its own stack, before its
+                // result is published.
+                destroy_running();
+                result
+            }
             Some(err) => {
                 drop(f);
                 Err(Box::new(format!("goro: cannot allocate a goroutine stack: {err}")) as Box<dyn Any + Send>)

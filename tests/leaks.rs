@@ -74,33 +74,31 @@ fn round(n: usize, stack_size: usize) {
     let mut handles = Vec::new();
     for i in 0..n {
         let (started, gate, work, detached_tx) = (started.clone(), gate.clone(), work.clone(), detached_tx.clone());
-        let h = goro::Builder::new()
-            .stack_size(stack_size)
-            .spawn(move || {
-                started.done();
-                assert!(gate.recv().is_err(), "the gate only closes");
-                match i % 5 {
-                    0 => {
-                        detached_tx.send(i).unwrap();
-                        i
-                    }
-                    // resume_unwind: a panic without the message on stderr.
-                    1 => resume_unwind(Box::new(i)),
-                    2 => {
-                        assert_eq!(work.recv().unwrap() % 5, 2);
-                        i
-                    }
-                    3 => {
-                        goro::time::sleep(Duration::from_millis(1));
-                        i
-                    }
-                    _ => goro::select! {
-                        recv(chan::never::<usize>()) -> _ => unreachable!(),
-                        recv(goro::time::after(Duration::from_millis(1))) -> _ => i,
-                    },
+        let h = goro::go!(goro::Builder::new().stack_size(stack_size), move || {
+            started.done();
+            assert!(gate.recv().is_err(), "the gate only closes");
+            match i % 5 {
+                0 => {
+                    detached_tx.send(i).unwrap();
+                    i
                 }
-            })
-            .unwrap();
+                // resume_unwind: a panic without the message on stderr.
+                1 => resume_unwind(Box::new(i)),
+                2 => {
+                    assert_eq!(work.recv().unwrap() % 5, 2);
+                    i
+                }
+                3 => {
+                    goro::time::sleep(Duration::from_millis(1));
+                    i
+                }
+                _ => goro::select! {
+                    recv(chan::never::<usize>()) -> _ => unreachable!(),
+                    recv(goro::time::after(Duration::from_millis(1))) -> _ => i,
+                },
+            }
+        });
+        let h = h.unwrap();
         if i % 5 == 0 {
             drop(h);
         } else {

@@ -21,15 +21,15 @@ fn a_blocking_result_destructor_never_runs_on_the_scheduler() {
     common::init_procs(1);
     let _w = common::watchdog("result drop", Duration::from_secs(60));
     for _ in 0..3000 {
-        let h = goro::spawn(|| JoinOnDrop(Some(goro::spawn(|| goro::time::sleep(Duration::from_micros(20))))));
+        let h = goro::go!(|| JoinOnDrop(Some(goro::go!(|| goro::time::sleep(Duration::from_micros(20))))));
         // Finished first, dropped after: the handle drops the result.
         while !h.is_finished() {
             std::thread::yield_now();
         }
         drop(h);
         // Dropped before it finishes: the G drops its own result.
-        drop(goro::spawn(|| {
-            JoinOnDrop(Some(goro::spawn(|| goro::time::sleep(Duration::from_micros(20)))))
+        drop(goro::go!(|| {
+            JoinOnDrop(Some(goro::go!(|| goro::time::sleep(Duration::from_micros(20)))))
         }));
     }
 }

@@ -64,7 +64,7 @@ fn panics_are_delivered_by_join_and_do_not_hurt_others() {
 #[test]
 fn panic_message_names_the_goroutine() {
     if common::is_child() {
-        let h = Builder::new().name("worker-7").spawn(|| panic!("kaput")).unwrap();
+        let h = go!(Builder::new().name("worker-7"), || panic!("kaput")).unwrap();
         let id = h.id();
         assert!(h.join().is_err());
         println!("CHILD-ID {id}");
@@ -118,9 +118,10 @@ fn is_finished_and_detach() {
 
 #[test]
 fn builder_rejects_bad_settings_and_applies_good_ones() {
-    let e = Builder::new().stack_size(8 << 30).spawn(|| ()).unwrap_err();
+    let e = go!(Builder::new().stack_size(8 << 30), || ()).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
-    let e = Builder::new().name("a\0b").spawn(|| ()).unwrap_err();
+    // SAFETY: the goroutine touches no thread-local (it never starts).
+    let e = unsafe { Builder::new().name("a\0b").spawn(|| ()) }.unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     // A deep recursion that needs more than the default stack runs with a big one.
     fn depth(n: u32) -> u32 {
@@ -131,11 +132,8 @@ fn builder_rejects_bad_settings_and_applies_good_ones() {
             depth(n - 1) + 1 + std::hint::black_box(pad[1]) as u32
         }
     }
-    let h = Builder::new()
-        .name("deep")
-        .stack_size(16 << 20)
-        .spawn(|| depth(4000))
-        .unwrap();
+    // SAFETY: the goroutine touches no thread-local.
+    let h = unsafe { Builder::new().name("deep").stack_size(16 << 20).spawn(|| depth(4000)) }.unwrap();
     assert_eq!(h.join().unwrap(), 4000);
 }
 

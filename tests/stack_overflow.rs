@@ -20,7 +20,7 @@ fn recurse(n: u64) -> u64 {
 fn overflow_prints_the_goroutine_and_aborts() {
     if common::is_child() {
         let size: usize = std::env::var("STACK").unwrap().parse().unwrap();
-        let h = goro::Builder::new().stack_size(size).spawn(|| recurse(0)).unwrap();
+        let h = goro::go!(goro::Builder::new().stack_size(size), || recurse(0)).unwrap();
         println!("CHILD-ID {}", h.id());
         let _ = h.join();
         unreachable!("the overflow must abort the process");

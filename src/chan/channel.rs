@@ -328,7 +328,7 @@ mod tests {
         let mut hs = Vec::new();
         for i in 0..10 {
             let tx = tx.clone();
-            hs.push(crate::spawn(move || tx.send(i).unwrap()));
+            hs.push(crate::go!(move || tx.send(i).unwrap()));
             while waiting(&rx.chan).0 < i + 1 {
                 crate::yield_now();
             }
@@ -340,7 +340,7 @@ mod tests {
         let mut hs = Vec::new();
         for i in 0..10 {
             let rx = rx.clone();
-            hs.push(crate::spawn(move || (i, rx.recv().unwrap())));
+            hs.push(crate::go!(move || (i, rx.recv().unwrap())));
             while waiting(&tx.chan).1 < i + 1 {
                 crate::yield_now();
             }
@@ -358,7 +358,7 @@ mod tests {
         let recv: Vec<_> = (0..3)
             .map(|_| {
                 let rx = rx.clone();
-                crate::spawn(move || rx.recv())
+                crate::go!(move || rx.recv())
             })
             .collect();
         while waiting(&rx.chan).1 < 3 {
@@ -368,7 +368,7 @@ mod tests {
         let send: Vec<_> = (0..3)
             .map(|i| {
                 let stx = stx.clone();
-                crate::spawn(move || stx.send(i))
+                crate::go!(move || stx.send(i))
             })
             .collect();
         while waiting(&srx.chan).0 < 3 {

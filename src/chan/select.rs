@@ -329,8 +329,10 @@ fn poll_order(n: usize) -> Vec<usize> {
 }
 
 /// A random permutation of `0..n` (Fisher–Yates on a per-thread xorshift), so
-/// ready cases are chosen uniformly.
+/// ready cases are chosen uniformly. Never inlined: the generator is a
+/// thread-local, whose address must not be reused after a park in the caller.
 #[cfg(not(loom))]
+#[inline(never)]
 fn poll_order(n: usize) -> Vec<usize> {
     thread_local! {
         static RNG: Cell<u64> = const { Cell::new(0) };
@@ -567,7 +569,7 @@ mod tests {
     fn losing_arms_leave_no_waiter_behind() {
         let (_quiet_tx, quiet_rx) = bounded::<i32>(0);
         let (busy_tx, busy_rx) = bounded::<i32>(0);
-        let h = crate::spawn(move || (0..5000).for_each(|i| busy_tx.send(i).unwrap()));
+        let h = crate::go!(move || (0..5000).for_each(|i| busy_tx.send(i).unwrap()));
         for _ in 0..5000 {
             crate::select! {
                 recv(quiet_rx) -> _ => unreachable!(),

@@ -385,7 +385,7 @@ mod tests {
     fn close_wakes_a_parked_waiter_with_an_error() {
         let pd = PollDesc::get();
         let seen = pd.gen(Dir::Read);
-        let waiter = crate::spawn(move || pd.wait(Dir::Read, seen, None));
+        let waiter = crate::go!(move || pd.wait(Dir::Read, seen, None));
         while waiters() == 0 {
             crate::yield_now();
         }
@@ -421,7 +421,7 @@ mod tests {
         let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let waiter = |ms: u64| {
             let order = order.clone();
-            crate::spawn(move || {
+            crate::go!(move || {
                 let start = std::time::Instant::now();
                 let err = pd
                     .wait(Dir::Read, seen, sched().deadline_in(Duration::from_millis(ms)))
@@ -454,12 +454,12 @@ mod tests {
         let late = sched().deadline_in(Duration::from_secs(60)).unwrap();
         let early = late - 30_000_000_000;
         let queued = |n: usize| pd.waits.lock().queues[0].len() == n;
-        let first = crate::spawn(move || pd.wait(Dir::Read, seen, Some(late)));
+        let first = crate::go!(move || pd.wait(Dir::Read, seen, Some(late)));
         while !queued(1) {
             crate::yield_now();
         }
         assert!(pd.is_live(late, tag));
-        let second = crate::spawn(move || pd.wait(Dir::Read, seen, Some(early)));
+        let second = crate::go!(move || pd.wait(Dir::Read, seen, Some(early)));
         while !queued(2) {
             crate::yield_now();
         }

@@ -32,6 +32,7 @@
 //! prefetch useless.
 
 use super::stack::GStack;
+use super::task::locals::LocalMap;
 use super::task::TaskRef;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, UnsafeCell};
@@ -178,6 +179,8 @@ pub(crate) struct Context {
     pub(crate) name: Option<Box<str>>,
     /// `lock_os_thread` nesting depth.
     pub(crate) lock_count: u32,
+    /// Its goroutine-local values (`task::locals`).
+    locals: LocalMap,
 }
 
 /// A goroutine header. See the module docs for who may touch what.
@@ -234,6 +237,7 @@ impl G {
                 task: None,
                 name: None,
                 lock_count: 0,
+                locals: LocalMap::default(),
             }),
         });
         GRef(NonNull::from(Box::leak(g)))
@@ -271,6 +275,7 @@ impl G {
         let ctx = unsafe { self.ctx() };
         ctx.name = None;
         ctx.lock_count = 0;
+        ctx.locals.reset();
         self.set_lockedm(None);
         if let Some(task) = ctx.task.take() {
             // SAFETY: the scheduler's reference, dropped once, at exit.
@@ -409,6 +414,13 @@ impl G {
         unsafe { &mut *self.ctx.get() }
     }
 
+    /// Its goroutine-local map. Only code running as this G may use it
+    /// (`task::locals`).
+    pub(crate) fn locals(&self) -> *mut LocalMap {
+        // SAFETY: a field address only; nothing is read or borrowed here.
+        unsafe { std::ptr::addr_of_mut!((*self.ctx.get()).locals) }
+    }
+
     /// Whether the G has not run yet and needs a stack for its first run.
     ///
     /// # Safety
@@ -474,6 +486,27 @@ impl G {
     /// # Safety
     /// Must be called by the currently running G on itself.
     pub(crate) unsafe fn switch_out(&self, switch: Switch) {
+        // While a panic unwinds (a destructor parks), std counts the panic on this
+        // thread and `catch_unwind` uncounts it on whichever thread the G is on
+        // then: so the G stays on its M until it resumes, as if locked to it.
+        // Otherwise that M would believe it is panicking forever and abort at its
+        // next panic. The check is one relaxed load when nothing panics.
+        let pinned = std::thread::panicking();
+        if pinned {
+            super::lockosthread::lock_os_thread();
+        }
+        // SAFETY: the caller's contract.
+        unsafe { self.suspend(switch) };
+        if pinned {
+            super::lockosthread::unlock_os_thread();
+        }
+    }
+
+    /// [`G::switch_out`]'s switch.
+    ///
+    /// # Safety
+    /// As `switch_out`.
+    unsafe fn suspend(&self, switch: Switch) {
         // SAFETY: the running G owns itself (caller's contract).
         let ctx = unsafe { self.ctx() };
         ctx.switch = switch;

@@ -271,6 +271,13 @@ pub(crate) fn current_p() -> Option<&'static P> {
 /// The G running on this thread, if any.
 #[inline(never)]
 pub(crate) fn current_g() -> Option<GRef> {
+    current_g_here()
+}
+
+/// [`current_g`]'s read, inlined: only for the body of another `#[inline(never)]`
+/// accessor, which computes the thread-local's address afresh on each call.
+#[inline(always)]
+pub(crate) fn current_g_here() -> Option<GRef> {
     let g = CURRENT_G.with(|c| c.get());
     std::ptr::NonNull::new(g as *mut G).map(GRef::from_ptr)
 }

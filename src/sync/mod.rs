@@ -26,12 +26,8 @@
 //! let hits = Arc::new(Mutex::new(Vec::new()));
 //! let wg = WaitGroup::new();
 //! for i in 0..8 {
-//!     wg.add(1);
-//!     let (hits, wg) = (hits.clone(), wg.clone());
-//!     goro::go!(move || {
-//!         hits.lock().push(i);
-//!         wg.done();
-//!     });
+//!     let hits = hits.clone();
+//!     wg.go(move || hits.lock().push(i));
 //! }
 //! wg.wait();
 //! let mut hits = hits.lock().clone();
@@ -54,4 +50,4 @@ pub use mutex::{Mutex, MutexGuard};
 pub use once::Once;
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use semaphore::{Semaphore, SemaphorePermit};
-pub use waitgroup::WaitGroup;
+pub use waitgroup::{WaitGroup, WaitGroupGuard};

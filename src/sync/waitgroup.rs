@@ -20,8 +20,13 @@ struct State {
 /// [`add`](WaitGroup::add) raises a counter, [`done`](WaitGroup::done) lowers it,
 /// and [`wait`](WaitGroup::wait) waits until it is zero. Clones share one group,
 /// so each goroutine can own its clone; once the counter reaches zero the group
-/// can be used again. As in Go, call `add` before starting the goroutine, not in
-/// it, so that `wait` cannot see zero too early.
+/// can be used again.
+///
+/// [`go`](WaitGroup::go) (Go 1.25's `WaitGroup.Go`) is the way to start the
+/// goroutines: it counts the goroutine before it starts and uncounts it when it
+/// ends, also by a panic, which a `done()` at the end of the closure would
+/// miss (and `wait` would then hang). [`guard`](WaitGroup::guard) does the same
+/// for work that is not one goroutine's closure.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,13 +35,12 @@ struct State {
 /// let wg = goro::sync::WaitGroup::new();
 /// let finished = Arc::new(AtomicUsize::new(0));
 /// for _ in 0..4 {
-///     wg.add(1);
-///     let (wg, finished) = (wg.clone(), finished.clone());
-///     goro::go!(move || {
+///     let finished = finished.clone();
+///     wg.go(move || {
 ///         finished.fetch_add(1, Ordering::SeqCst);
-///         wg.done();
 ///     });
 /// }
+/// wg.go(|| panic!("a panicking goroutine still counts as done"));
 /// wg.wait();
 /// assert_eq!(finished.load(Ordering::SeqCst), 4);
 /// ```
@@ -79,6 +83,59 @@ impl WaitGroup {
     pub fn add(&self, n: usize) {
         let mut st = self.inner.lock();
         st.count = st.count.checked_add(n).expect("sync: WaitGroup counter overflow");
+    }
+
+    /// Starts `f` in a new goroutine counted by this group (Go 1.25's
+    /// `WaitGroup.Go`): `add(1)` now, `done()` when `f` returns or panics. The
+    /// goroutine's result and panic are not returned to anyone (its panic is
+    /// printed, as any detached goroutine's is).
+    ///
+    /// `f` runs as a goroutine, so the thread-local rule of [`go!`](crate::go!)
+    /// and [`spawn`](fn@crate::spawn) applies to it, unchecked by the types: `f`
+    /// uses no thread-local except inside [`blocking`](fn@crate::blocking) or while
+    /// [`lock_os_thread`](crate::runtime::lock_os_thread) wires it to its thread;
+    /// [`local!`](crate::local!) is the per-goroutine storage to use instead.
+    ///
+    /// ```
+    /// let wg = goro::sync::WaitGroup::new();
+    /// let (tx, rx) = goro::chan::bounded(3);
+    /// for i in 0..3 {
+    ///     let tx = tx.clone();
+    ///     wg.go(move || tx.send(i).unwrap());
+    /// }
+    /// wg.wait();
+    /// drop(tx);
+    /// assert_eq!(rx.iter().sum::<i32>(), 3);
+    /// ```
+    #[track_caller]
+    pub fn go<F>(&self, f: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let guard = self.guard();
+        drop(crate::spawn::go(move || {
+            let _counted = guard;
+            f();
+        }));
+    }
+
+    /// Counts one unit of work now (`add(1)`) and returns a guard that marks it
+    /// done when dropped, also while a panic unwinds: the panic-safe form of
+    /// `add(1)` ... `done()`.
+    ///
+    /// ```
+    /// let wg = goro::sync::WaitGroup::new();
+    /// let guard = wg.guard();
+    /// let worker = goro::go!(move || {
+    ///     let _guard = guard; // done() when this goroutine ends, however it ends
+    ///     panic!("boom");
+    /// });
+    /// wg.wait();
+    /// assert!(worker.join().is_err());
+    /// ```
+    pub fn guard(&self) -> WaitGroupGuard {
+        self.add(1);
+        WaitGroupGuard { wg: self.clone() }
     }
 
     /// Subtracts one from the counter (Go's `Done`); when it reaches zero, every
@@ -127,6 +184,25 @@ impl WaitGroup {
             return;
         }
         wait_in(st, WaitReason::SyncWaitGroupWait, None, false, |s| &mut s.waiters);
+    }
+}
+
+/// One unit of a [`WaitGroup`]'s work, from [`WaitGroup::guard`]: dropping it
+/// calls [`done`](WaitGroup::done), also during a panic's unwinding.
+#[must_use = "dropping the guard at once marks the work done at once"]
+pub struct WaitGroupGuard {
+    wg: WaitGroup,
+}
+
+impl Drop for WaitGroupGuard {
+    fn drop(&mut self) {
+        self.wg.done();
+    }
+}
+
+impl fmt::Debug for WaitGroupGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WaitGroupGuard").field("wg", &self.wg).finish()
     }
 }
 

@@ -137,7 +137,7 @@ impl Fire for Inner {
                 self.publish(&st);
                 let f = f.clone();
                 drop(st);
-                drop(crate::spawn(move || f()));
+                drop(crate::spawn::go(move || f()));
             }
         }
     }
@@ -424,6 +424,12 @@ pub fn tick(d: Duration) -> Receiver<Instant> {
 
 /// Runs `f` in a new goroutine `d` from now (Go's `time.AfterFunc`), and returns
 /// the [`Timer`] that controls it.
+///
+/// `f` runs as a goroutine, so the thread-local rule of [`go!`](crate::go!) and
+/// [`spawn`](fn@crate::spawn) applies to it, unchecked by the types: `f` uses no
+/// thread-local except inside [`blocking`](fn@crate::blocking) or while
+/// [`lock_os_thread`](crate::runtime::lock_os_thread) wires it to its thread;
+/// [`local!`](crate::local!) is the per-goroutine storage to use instead.
 ///
 /// [`Timer::stop`] cancels the call if it has not started (and returns `true`
 /// then); dropping the `Timer` does not. [`Timer::reset`] schedules `f` again, even

@@ -56,7 +56,7 @@ fn spawn_join(n: u64) -> Measure {
     let mut hs = Vec::with_capacity(n as usize);
     let t = Instant::now();
     for _ in 0..n {
-        hs.push(goro::spawn(|| ()));
+        hs.push(goro::go!(|| ()));
     }
     for h in hs {
         if h.join().is_err() {
@@ -71,7 +71,7 @@ fn yield_pingpong(n: u64) -> Measure {
     let t = Instant::now();
     let hs: Vec<_> = (0..2)
         .map(|_| {
-            goro::spawn(move || {
+            goro::go!(move || {
                 for _ in 0..n {
                     goro::yield_now();
                 }
@@ -89,7 +89,7 @@ fn yield_pingpong(n: u64) -> Measure {
 /// n CPU-bound Gs spawned from this one; wall seconds until all are joined.
 fn imbalanced(n: u64) -> Measure {
     let t = Instant::now();
-    let hs: Vec<_> = (0..n).map(|_| goro::spawn(|| work(WORK_ITERS))).collect();
+    let hs: Vec<_> = (0..n).map(|_| goro::go!(|| work(WORK_ITERS))).collect();
     let mut sink = 0u64;
     for h in hs {
         match h.join() {
@@ -108,7 +108,7 @@ fn parked_rss(n: u64) -> Measure {
     let before = vm_rss_kib();
     for _ in 0..n {
         // Dropping the handle detaches the G (no handle memory is counted).
-        drop(goro::spawn(|| {
+        drop(goro::go!(|| {
             STARTED.fetch_add(1, Ordering::Relaxed);
             goro::time::sleep(PARK_FOR);
         }));
@@ -141,7 +141,7 @@ fn pingpong(n: u64) -> Measure {
     let (ping_tx, ping_rx) = goro::chan::bounded::<u64>(0);
     let (pong_tx, pong_rx) = goro::chan::bounded::<u64>(0);
     let t = Instant::now();
-    let a = goro::spawn(move || {
+    let a = goro::go!(move || {
         for i in 0..n {
             ping_tx.send(i).unwrap_or_else(|_| fail("pingpong: ping send failed"));
             match pong_rx.recv() {
@@ -150,7 +150,7 @@ fn pingpong(n: u64) -> Measure {
             }
         }
     });
-    let b = goro::spawn(move || {
+    let b = goro::go!(move || {
         for _ in 0..n {
             let v = ping_rx.recv().unwrap_or_else(|_| fail("pingpong: ping recv failed"));
             pong_tx.send(v).unwrap_or_else(|_| fail("pingpong: pong send failed"));
@@ -172,7 +172,7 @@ fn buffered(n: u64) -> Measure {
     let consumers: Vec<_> = (0..BUFFERED_CONSUMERS)
         .map(|_| {
             let rx = rx.clone();
-            goro::spawn(move || {
+            goro::go!(move || {
                 let (mut count, mut sum) = (0u64, 0u64);
                 for v in rx.iter() {
                     count += 1;
@@ -187,7 +187,7 @@ fn buffered(n: u64) -> Measure {
         .map(|p| {
             let tx = tx.clone();
             let k = share(n, BUFFERED_PRODUCERS, p);
-            goro::spawn(move || {
+            goro::go!(move || {
                 for i in 0..k {
                     tx.send(i).unwrap_or_else(|_| fail("buffered: send failed"));
                 }
@@ -225,7 +225,7 @@ fn skynet_node(up: Sender<u64>, num: u64, size: u64) {
         let sub = size / SKYNET_FANOUT;
         for i in 0..SKYNET_FANOUT {
             let tx = tx.clone();
-            drop(goro::spawn(move || skynet_node(tx, num + i * sub, sub)));
+            drop(goro::go!(move || skynet_node(tx, num + i * sub, sub)));
         }
         let mut sum = 0;
         for _ in 0..SKYNET_FANOUT {
@@ -241,7 +241,7 @@ fn skynet(n: u64) -> Measure {
     skynet_check_n(n);
     let (tx, rx) = goro::chan::bounded::<u64>(1);
     let t = Instant::now();
-    drop(goro::spawn(move || skynet_node(tx, 0, n)));
+    drop(goro::go!(move || skynet_node(tx, 0, n)));
     let sum = rx.recv().unwrap_or_else(|_| fail("skynet: root recv failed"));
     let d = t.elapsed();
     skynet_check_sum(n, sum);
@@ -268,7 +268,7 @@ fn mutex_contended(n: u64) -> Measure {
         .map(|i| {
             let m = m.clone();
             let k = share(n, MUTEX_TASKS, i);
-            goro::spawn(move || {
+            goro::go!(move || {
                 for _ in 0..k {
                     *m.lock() += 1;
                 }
@@ -291,7 +291,7 @@ fn sleepers(n: u64) -> SleepersTimes {
     let t = Instant::now();
     let hs: Vec<_> = (0..n)
         .map(|i| {
-            goro::spawn(move || {
+            goro::go!(move || {
                 let mut s = i;
                 for _ in 0..SLEEPS_PER_TASK {
                     goro::time::sleep(Duration::from_millis(next_sleep_ms(&mut s)));
@@ -330,7 +330,7 @@ fn hog_latency(n: u64) -> Measure {
     let st = Arc::new(HogState::default());
     let ticker = {
         let st = st.clone();
-        goro::spawn(move || hog_ticker(st))
+        goro::go!(move || hog_ticker(st))
     };
     let t = Instant::now();
     while st.ticks.load(Ordering::Acquire) < HOG_WARMUP_TICKS {
@@ -344,7 +344,7 @@ fn hog_latency(n: u64) -> Measure {
     }
     let hog = {
         let st = st.clone();
-        goro::spawn(move || {
+        goro::go!(move || {
             let span = hog_spin(Duration::from_millis(n));
             st.done.store(true, Ordering::Release);
             span
