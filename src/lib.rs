@@ -42,8 +42,19 @@
 //! Calls that block the OS thread without goro knowing (std's locks, file I/O,
 //! `std::thread::sleep`, FFI) stall every goroutine queued on that thread's P:
 //! wrap them in [`blocking`](fn@blocking), or use the goro equivalents. `docs/SAFETY.md` lists
-//! this and the other hazards of code that runs as a goroutine: thread-locals
-//! across parks, tight loops, stack size, the end of `main`.
+//! this and the other hazards of code that runs as a goroutine: tight loops,
+//! stack size, the end of `main`, and thread-locals.
+//!
+//! # The thread-local rule
+//!
+//! A goroutine moves between OS threads when it parks, and optimised code may
+//! then touch the previous thread's thread-locals. So goroutine code uses no
+//! thread-local, its own or a library's, except inside
+//! [`blocking`](fn@blocking) or while [`runtime::lock_os_thread`] wires it to its
+//! thread; [`local!`] is the per-goroutine storage to use instead. The types
+//! cannot check this: [`spawn`](fn@spawn) and [`Builder::spawn`] are `unsafe fn`
+//! with the rule as their contract, and [`go!`] is safe to call but carries the
+//! same rule. goro is not sound against thread-locals.
 //!
 //! # The runtime
 //!

@@ -28,6 +28,38 @@ use super::m::{current_g, current_m};
 /// while still wired, its thread exits with it, as in Go. On a plain OS thread
 /// this does nothing (the code owns its thread already).
 ///
+/// It is also one of the two ways for goroutine code to use thread-locals
+/// (a C library's per-thread state, a crate that caches per thread), which the
+/// rule of [`go!`](crate::go!) otherwise forbids: wire the goroutine for as long
+/// as it relies on them. The price is a thread hand-over at every park (the M
+/// sleeps and hands its P on), about two orders of magnitude more than a plain
+/// park. The other way, for short calls, is [`blocking`](fn@crate::blocking):
+/// its closure runs to its end on one thread, but the next call may be on
+/// another.
+///
+/// ```
+/// use std::cell::Cell;
+/// // A library that keeps per-thread state.
+/// thread_local! { static LIB_STATE: Cell<u32> = const { Cell::new(0) }; }
+/// fn lib_call() -> u32 {
+///     LIB_STATE.with(|s| { s.set(s.get() + 1); s.get() })
+/// }
+///
+/// let wired = goro::go!(|| {
+///     goro::runtime::lock_os_thread();
+///     let first = lib_call();
+///     goro::time::sleep(std::time::Duration::from_millis(1)); // parks; same thread after
+///     let second = lib_call();
+///     goro::runtime::unlock_os_thread();
+///     second - first
+/// });
+/// assert_eq!(wired.join().unwrap(), 1); // the same thread's state both times
+///
+/// // One short call: `blocking` keeps it on one thread from start to end.
+/// let n = goro::go!(|| goro::blocking(lib_call)).join().unwrap();
+/// assert!(n >= 1);
+/// ```
+///
 /// ```
 /// goro::go!(|| {
 ///     goro::runtime::lock_os_thread();

@@ -257,6 +257,13 @@ fn store_g(link: &AtomicPtr<G>, g: Option<GRef>) {
 /// The M this thread is, if it is one.
 #[inline(never)]
 pub(crate) fn current_m() -> Option<&'static M> {
+    current_m_here()
+}
+
+/// [`current_m`]'s read, inlined: only for the body of another `#[inline(never)]`
+/// accessor, as [`current_g_here`].
+#[inline(always)]
+pub(crate) fn current_m_here() -> Option<&'static M> {
     let m = CURRENT_M.with(|c| c.get());
     // SAFETY: Ms are leaked at creation and never freed.
     unsafe { m.as_ref() }

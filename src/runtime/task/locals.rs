@@ -37,19 +37,6 @@ use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Marks a slot whose value is being made (its initializer is running).
-static INITIALIZING: u8 = 0;
-/// Marks a slot whose value has been dropped.
-static DESTROYED: u8 = 0;
-
-fn initializing() -> *mut u8 {
-    std::ptr::addr_of!(INITIALIZING).cast_mut()
-}
-
-fn destroyed() -> *mut u8 {
-    std::ptr::addr_of!(DESTROYED).cast_mut()
-}
-
 /// Slot numbers handed out so far (keys are numbered from 1; 0 means "none yet").
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(1);
 
@@ -77,12 +64,25 @@ fn assign_slot(cell: &AtomicUsize) -> usize {
 /// Drops a value made for a key (a `Box<T>` as a raw pointer).
 pub(crate) type DropFn = unsafe fn(*mut u8);
 
+/// Where a slot's value is in its life; read only off the fast path.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum SlotState {
+    #[default]
+    Empty,
+    /// Its initializer is running.
+    Initializing,
+    Live,
+    Destroyed,
+}
+
 /// One context's values, by slot.
 #[derive(Default)]
 pub(crate) struct LocalMap {
-    /// By slot: null (not made), [`INITIALIZING`], [`DESTROYED`], or a value made
-    /// by `Box::into_raw`.
+    /// By slot: the live value (made by `Box::into_raw`), else null. The one
+    /// vector `with`'s fast path reads.
     values: Vec<*mut u8>,
+    /// By slot: its state (`values` is non-null exactly when `Live`).
+    states: Vec<SlotState>,
     /// The slots holding values, in order of creation, with each value's drop.
     made: Vec<(usize, DropFn)>,
     /// Destruction has finished: no value may be made or read any more.
@@ -93,16 +93,14 @@ impl LocalMap {
     /// The value of `slot`, if one has been made and not destroyed.
     #[inline]
     pub(crate) fn get(&self, slot: usize) -> Option<*mut u8> {
-        match self.values.get(slot) {
-            Some(&v) if !v.is_null() && v != initializing() && v != destroyed() => Some(v),
-            _ => None,
-        }
+        self.values.get(slot).copied().filter(|v| !v.is_null())
     }
 
     /// Empties a map whose values have all been dropped, keeping its capacity.
     pub(crate) fn reset(&mut self) {
         debug_assert!(self.made.is_empty(), "goro: local values left behind");
         self.values.clear();
+        self.states.clear();
         self.made.clear();
         self.done = false;
     }
@@ -117,35 +115,29 @@ impl LocalMap {
 /// its vectors is live; `drop` matches what `init` returns.
 #[cold]
 #[inline(never)]
-pub(crate) unsafe fn make(
-    map: *mut LocalMap,
-    slot: usize,
-    init: &mut dyn FnMut() -> *mut u8,
-    drop: DropFn,
-) -> *mut u8 {
+pub(crate) unsafe fn make(map: *mut LocalMap, slot: usize, init: &mut dyn FnMut() -> *mut u8, drop: DropFn) -> *mut u8 {
     {
         // SAFETY: the running context's map (caller's contract); this borrow ends
         // before `init` runs, which may use the map itself.
         let m = unsafe { &mut *map };
         if m.values.len() <= slot {
             m.values.resize(slot + 1, std::ptr::null_mut());
+            m.states.resize(slot + 1, SlotState::Empty);
         }
-        let v = m.values[slot];
-        if m.done || v == destroyed() {
-            panic!("goro: cannot access a goroutine-local value during or after its destruction");
+        match m.states[slot] {
+            _ if m.done => destroyed_panic(),
+            SlotState::Destroyed => destroyed_panic(),
+            SlotState::Initializing => panic!("goro: a goroutine-local value's initializer used that same value"),
+            SlotState::Live => unreachable!("goro: a live goroutine-local value was made again"),
+            SlotState::Empty => m.states[slot] = SlotState::Initializing,
         }
-        if v == initializing() {
-            panic!("goro: a goroutine-local value's initializer used that same value");
-        }
-        debug_assert!(v.is_null());
-        m.values[slot] = initializing();
     }
     /// Puts the slot back to "not made" if `init` panics.
     struct Unmark(*mut LocalMap, usize);
     impl Drop for Unmark {
         fn drop(&mut self) {
             // SAFETY: as above; runs on the same context, no borrow live.
-            unsafe { (&mut *self.0).values[self.1] = std::ptr::null_mut() };
+            unsafe { (&mut *self.0).states[self.1] = SlotState::Empty };
         }
     }
     let unmark = Unmark(map, slot);
@@ -154,8 +146,13 @@ pub(crate) unsafe fn make(
     // SAFETY: as above; `init` has returned, so no borrow of the map is live.
     let m = unsafe { &mut *map };
     m.values[slot] = value;
+    m.states[slot] = SlotState::Live;
     m.made.push((slot, drop));
     value
+}
+
+fn destroyed_panic() -> ! {
+    panic!("goro: cannot access a goroutine-local value during or after its destruction")
 }
 
 /// Drops every value of `map`, newest first, including any made meanwhile by a
@@ -169,13 +166,14 @@ unsafe fn destroy(map: *mut LocalMap) {
         let next = {
             // SAFETY: the running context's map; the borrow ends before the drop.
             let m = unsafe { &mut *map };
-            m.made
-                .pop()
-                .map(|(slot, drop)| (std::mem::replace(&mut m.values[slot], destroyed()), drop))
+            m.made.pop().map(|(slot, drop)| {
+                m.states[slot] = SlotState::Destroyed;
+                (std::mem::replace(&mut m.values[slot], std::ptr::null_mut()), drop)
+            })
         };
         let Some((value, drop)) = next else { break };
         // SAFETY: `value` was made for this slot with this `drop`, and is
-        // dropped once: its slot now says DESTROYED.
+        // dropped once: its slot now says Destroyed.
         let _ = catch_unwind(AssertUnwindSafe(|| unsafe { drop(value) }));
     }
     // SAFETY: as above.
@@ -208,10 +206,8 @@ thread_local! {
 /// call), else this thread's. Never inlined: see the module docs.
 #[inline(never)]
 pub(crate) fn current_map() -> *mut LocalMap {
-    if let Some(g) = crate::runtime::m::current_g_here() {
-        return g.locals();
-    }
-    if let Some(g) = crate::runtime::m::current_m().and_then(|m| m.syscallg()) {
+    use crate::runtime::m::{current_g_here, current_m_here};
+    if let Some(g) = current_g_here().or_else(|| current_m_here().and_then(|m| m.syscallg())) {
         return g.locals();
     }
     THREAD_MAP
