@@ -303,6 +303,79 @@ fn waitgroup_below_zero_panics() {
     WaitGroup::new().done();
 }
 
+/// `WaitGroup::go` and `guard` count a goroutine done also when it panics, so
+/// `wait` returns; with `add` and a trailing `done()` it would hang.
+#[test]
+fn waitgroup_go_and_guard_survive_panicking_goroutines() {
+    let _w = common::watchdog("waitgroup go", Duration::from_secs(60));
+    let wg = WaitGroup::new();
+    let ran = Arc::new(AtomicUsize::new(0));
+    for i in 0..100 {
+        let ran = ran.clone();
+        wg.go(move || {
+            ran.fetch_add(1, Ordering::SeqCst);
+            goro::yield_now();
+            if i % 3 == 0 {
+                panic!("worker {i} panics before its done()");
+            }
+        });
+    }
+    let guards: Vec<_> = (0..10)
+        .map(|i| {
+            let guard = wg.guard();
+            go!(move || {
+                let _guard = guard;
+                goro::time::sleep(Duration::from_millis(1));
+                if i % 2 == 0 {
+                    panic!("guarded worker {i} panics");
+                }
+            })
+        })
+        .collect();
+    // From a plain thread too: a guard dropped by unwinding on a thread.
+    let g = wg.guard();
+    let t = std::thread::spawn(move || {
+        let _g = g;
+        panic!("a thread holding a guard panics");
+    });
+    wg.wait();
+    assert_eq!(ran.load(Ordering::SeqCst), 100);
+    assert!(t.join().is_err());
+    let panicked = guards.into_iter().map(|h| h.join().is_err()).filter(|&e| e).count();
+    assert_eq!(panicked, 5);
+}
+
+/// Owned permits: acquired in the parent, released in the child goroutine.
+#[test]
+fn semaphore_owned_permits_move_into_goroutines() {
+    let _w = common::watchdog("owned permits", Duration::from_secs(60));
+    let sem = Arc::new(Semaphore::new(3));
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let hs: Vec<_> = (0..30)
+        .map(|_| {
+            let permit = Arc::clone(&sem).acquire_owned();
+            let (running, peak) = (running.clone(), peak.clone());
+            go!(move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                goro::time::sleep(Duration::from_micros(200));
+                running.fetch_sub(1, Ordering::SeqCst);
+                drop(permit);
+            })
+        })
+        .collect();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    assert!(peak.load(Ordering::SeqCst) <= 3, "more than 3 permits out at once");
+    assert_eq!(sem.available_permits(), 3);
+    let p = Arc::clone(&sem).try_acquire_owned().unwrap();
+    let others: Vec<_> = (0..2).map(|_| Arc::clone(&sem).try_acquire_owned().unwrap()).collect();
+    assert!(Arc::clone(&sem).try_acquire_owned().is_none());
+    drop(p);
+    assert!(Arc::clone(&sem).try_acquire_owned().is_some());
+    drop(others);
+}
+
 #[test]
 fn once_runs_once_for_concurrent_callers_and_counts_a_panic_as_done() {
     let once = Arc::new(Once::new());

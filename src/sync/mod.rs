@@ -49,5 +49,5 @@ pub use condvar::Condvar;
 pub use mutex::{Mutex, MutexGuard};
 pub use once::Once;
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-pub use semaphore::{Semaphore, SemaphorePermit};
+pub use semaphore::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 pub use waitgroup::{WaitGroup, WaitGroupGuard};

@@ -8,6 +8,7 @@ use crate::runtime::g::WaitReason;
 use crate::runtime::sync_prims::const_unless_loom;
 use crate::runtime::waitq::WaitQueue;
 use std::fmt;
+use std::sync::Arc;
 
 struct State {
     permits: usize,
@@ -102,6 +103,37 @@ impl Semaphore {
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
     pub fn acquire(&self) -> SemaphorePermit<'_> {
+        self.take();
+        SemaphorePermit { sem: self }
+    }
+
+    /// Takes a permit of an `Arc`-shared semaphore, waiting as
+    /// [`acquire`](Semaphore::acquire) does. The permit owns a reference to the
+    /// semaphore, so it is `'static` and can move into a goroutine: Go's "acquire
+    /// in the parent, release in the child".
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let sem = Arc::new(goro::sync::Semaphore::new(2));
+    /// let workers: Vec<_> = (0..6)
+    ///     .map(|i| {
+    ///         let permit = Arc::clone(&sem).acquire_owned(); // at most 2 running
+    ///         goro::go!(move || {
+    ///             let _permit = permit; // released when this goroutine ends
+    ///             i * 2
+    ///         })
+    ///     })
+    ///     .collect();
+    /// assert_eq!(workers.into_iter().map(|h| h.join().unwrap()).sum::<i32>(), 30);
+    /// assert_eq!(sem.available_permits(), 2);
+    /// ```
+    pub fn acquire_owned(self: Arc<Self>) -> OwnedSemaphorePermit {
+        self.take();
+        OwnedSemaphorePermit { sem: self }
+    }
+
+    /// Takes a permit, waiting for one if needed.
+    fn take(&self) {
         let mut st = self.state.lock();
         if st.permits > 0 && st.waiters.is_empty() {
             st.permits -= 1;
@@ -109,7 +141,6 @@ impl Semaphore {
             // The releaser hands its permit to us before waking us.
             wait_in(st, WaitReason::Semacquire, None, false, |s| &mut s.waiters);
         }
-        SemaphorePermit { sem: self }
     }
 
     /// Takes a permit if one is free now and nobody is queued for one; never
@@ -123,12 +154,33 @@ impl Semaphore {
     /// assert!(sem.try_acquire().is_some());
     /// ```
     pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
+        self.try_take().then_some(SemaphorePermit { sem: self })
+    }
+
+    /// Takes a permit of an `Arc`-shared semaphore if one is free now and nobody
+    /// is queued for one; never waits. The permit is `'static`, as
+    /// [`acquire_owned`](Semaphore::acquire_owned)'s.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let sem = Arc::new(goro::sync::Semaphore::new(1));
+    /// let p = Arc::clone(&sem).try_acquire_owned().expect("one permit is free");
+    /// assert!(Arc::clone(&sem).try_acquire_owned().is_none());
+    /// goro::go!(move || drop(p)).join().unwrap();
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
+    pub fn try_acquire_owned(self: Arc<Self>) -> Option<OwnedSemaphorePermit> {
+        self.try_take().then(|| OwnedSemaphorePermit { sem: self })
+    }
+
+    /// Takes a permit if one is free and nobody waits.
+    fn try_take(&self) -> bool {
         let mut st = self.state.lock();
         if st.permits > 0 && st.waiters.is_empty() {
             st.permits -= 1;
-            return Some(SemaphorePermit { sem: self });
+            return true;
         }
-        None
+        false
     }
 
     /// The number of free permits right now (a snapshot: it may change as soon as
@@ -159,6 +211,40 @@ impl Semaphore {
 impl Drop for SemaphorePermit<'_> {
     fn drop(&mut self) {
         self.sem.release();
+    }
+}
+
+/// A permit of an `Arc`-shared [`Semaphore`], from
+/// [`acquire_owned`](Semaphore::acquire_owned) or
+/// [`try_acquire_owned`](Semaphore::try_acquire_owned): `'static` and `Send`, it
+/// returns its permit when dropped, on whatever goroutine or thread that is.
+pub struct OwnedSemaphorePermit {
+    sem: Arc<Semaphore>,
+}
+
+impl OwnedSemaphorePermit {
+    /// The semaphore this permit belongs to.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let sem = Arc::new(goro::sync::Semaphore::new(1));
+    /// let p = Arc::clone(&sem).acquire_owned();
+    /// assert!(Arc::ptr_eq(p.semaphore(), &sem));
+    /// ```
+    pub fn semaphore(&self) -> &Arc<Semaphore> {
+        &self.sem
+    }
+}
+
+impl Drop for OwnedSemaphorePermit {
+    fn drop(&mut self) {
+        self.sem.release();
+    }
+}
+
+impl fmt::Debug for OwnedSemaphorePermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OwnedSemaphorePermit")
     }
 }
 
