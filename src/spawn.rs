@@ -333,7 +333,7 @@ where
         let f = unsafe { (*task.f.get()).take() }.expect("goro: goroutine body ran twice");
         let result = match no_stack {
             None => {
-                let result = catch_unwind(AssertUnwindSafe(f));
+                let result = catch_unwind(AssertUnwindSafe(|| __rust_begin_short_backtrace(f)));
                 // Its goroutine-locals drop here, on its own stack, before its
                 // result is published.
                 destroy_running();
@@ -355,6 +355,16 @@ where
         // SAFETY: allocated as Box<Task<F, T>> in Builder::spawn (caller's contract).
         drop(unsafe { Box::from_raw(t.cast::<Task<F, T>>().as_ptr()) });
     }
+}
+
+/// Runs a goroutine's body. The name is std's marker for where a short
+/// backtrace ends, so panic reports (goro's and std's) stop at the body.
+#[inline(never)]
+fn __rust_begin_short_backtrace<F: FnOnce() -> T, T>(f: F) -> T {
+    let result = f();
+    // Not a tail call: this frame stays on the stack while `f` runs.
+    std::hint::black_box(());
+    result
 }
 
 /// Counts the running G as finished, on its P. Done before the result is published,

@@ -1,6 +1,7 @@
 //! A G that overflows its stack hits the guard page; the process prints
-//! `goroutine N stack overflow (stack size S)` and aborts, never corrupting memory
-//! silently. Checked in a child process.
+//! `goroutine N "name" stack overflow (stack size S bytes)` and the remedy, and
+//! aborts, never corrupting memory silently — also inside `goro::blocking`, which
+//! runs on the G's stack. Checked in a child process.
 
 mod common;
 
@@ -20,16 +21,26 @@ fn recurse(n: u64) -> u64 {
 fn overflow_prints_the_goroutine_and_aborts() {
     if common::is_child() {
         let size: usize = std::env::var("STACK").unwrap().parse().unwrap();
-        let h = goro::go!(goro::Builder::new().stack_size(size), || recurse(0)).unwrap();
+        let in_blocking = std::env::var("IN_BLOCKING").is_ok();
+        let h = goro::go!(goro::Builder::new().name("deep-worker").stack_size(size), move || {
+            if in_blocking {
+                goro::blocking(|| recurse(0))
+            } else {
+                recurse(0)
+            }
+        })
+        .unwrap();
         println!("CHILD-ID {}", h.id());
         let _ = h.join();
         unreachable!("the overflow must abort the process");
     }
-    for size in [64 << 10, 256 << 10] {
-        let out = common::run_child(
-            "overflow_prints_the_goroutine_and_aborts",
-            &[("STACK", &size.to_string())],
-        );
+    for (size, in_blocking) in [(64 << 10, false), (256 << 10, false), (64 << 10, true)] {
+        let size_s = size.to_string();
+        let mut env = vec![("STACK", size_s.as_str())];
+        if in_blocking {
+            env.push(("IN_BLOCKING", "1"));
+        }
+        let out = common::run_child("overflow_prints_the_goroutine_and_aborts", &env);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let id = stdout
@@ -37,8 +48,9 @@ fn overflow_prints_the_goroutine_and_aborts() {
             .nth(1)
             .and_then(|r| r.split_whitespace().next())
             .expect("child printed the G id");
-        let want = format!("goroutine {id} stack overflow (stack size {size})");
+        let want = format!("goroutine {id} \"deep-worker\" stack overflow (stack size {size} bytes)\n");
         assert!(stderr.contains(&want), "stderr lacks {want:?}:\n{stderr}");
+        assert!(stderr.contains("goro::Builder::stack_size"), "no remedy:\n{stderr}");
         use std::os::unix::process::ExitStatusExt;
         const SIGABRT: i32 = 6;
         assert_eq!(out.status.signal(), Some(SIGABRT), "status {:?}", out.status);

@@ -53,6 +53,7 @@ mod lockosthread;
 #[cfg(all(test, loom))]
 mod loom_models;
 pub(crate) mod m;
+pub(crate) mod monitor;
 pub(crate) mod note;
 pub(crate) mod ownership;
 pub(crate) mod p;

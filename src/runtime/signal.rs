@@ -4,14 +4,18 @@
 //! emits stack probes for large frames, so no frame can jump over the page). The
 //! handler runs on the M's `sigaltstack`, sees that the faulting address is inside
 //! the guard page of the G this thread is running (`CURRENT_G`, a plain TLS read),
-//! prints `goroutine N stack overflow (stack size S)` and aborts. Any other fault is
-//! passed to the handler that was installed before ours (Rust's own stack-overflow
-//! reporter for ordinary threads), or to the default action.
+//! or of the G whose `blocking` call this M runs (`M::syscallg`: the call runs on
+//! the G's stack while `CURRENT_G` is clear), prints
+//! `goroutine N "name" stack overflow (stack size S bytes)` with the remedy, and
+//! aborts. Any other fault is passed to the handler that was installed before ours
+//! (Rust's own stack-overflow reporter for ordinary threads), or to the default
+//! action.
 //!
 //! Everything the handler does is async-signal-safe: TLS and plain memory reads,
 //! `write(2)`, `sigaction(2)`, `abort(3)`.
 
-use super::m::CURRENT_G;
+use super::g::G;
+use super::m::{current_m_here, CURRENT_G};
 use std::sync::OnceLock;
 
 /// Size of each M's alternate signal stack.
@@ -111,27 +115,45 @@ pub(crate) fn on_thread_exit() {
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
-    let g = CURRENT_G.with(|c| c.get());
+    let running = CURRENT_G.with(|c| c.get());
     // SAFETY: CURRENT_G is non-null only while this thread runs that G, which is
-    // alive; `guard` is written only by this thread.
-    if let Some(g) = unsafe { g.as_ref() } {
+    // alive.
+    let running = unsafe { running.as_ref() };
+    let in_blocking = || current_m_here().and_then(|m| m.syscallg());
+    let g: Option<&G> = match running {
+        Some(g) => Some(g),
+        // SAFETY: a G in a blocking call on this M is alive and parked in the call.
+        None => in_blocking().map(|g| unsafe { g.as_ptr().as_ref() }),
+    };
+    if let Some(g) = g {
+        // `guard` is written only by the thread running the G: this one.
         let (lo, hi) = g.guard.get();
         if addr >= lo && addr < hi {
-            report_overflow(g.id(), g.stack_size());
+            // SAFETY: the name is written only by `init` and `finish`, neither of
+            // which can run while the G is on this thread.
+            report_overflow(g.id(), unsafe { g.name() }, g.stack_size());
         }
     }
     chain(sig, info, ctx);
 }
 
-fn report_overflow(id: u64, stack_size: usize) -> ! {
-    let mut buf = [0u8; 128];
+fn report_overflow(id: u64, name: Option<&str>, stack_size: usize) -> ! {
+    let mut buf = [0u8; 512];
     let mut len = 0;
+    let (open, name, close) = match name {
+        Some(n) => (" \"", n, "\""),
+        None => ("", "", ""),
+    };
     for part in [
         Part::Str("goroutine "),
         Part::Num(id),
+        Part::Str(open),
+        Part::Str(name),
+        Part::Str(close),
         Part::Str(" stack overflow (stack size "),
         Part::Num(stack_size as u64),
-        Part::Str(")\n"),
+        Part::Str(" bytes)\n"),
+        Part::Str(REMEDY),
     ] {
         len += part.write(&mut buf[len..]);
     }
@@ -142,16 +164,22 @@ fn report_overflow(id: u64, stack_size: usize) -> ! {
     }
 }
 
-enum Part {
-    Str(&'static str),
+/// The second line of an overflow report.
+const REMEDY: &str = "goro: goroutine stacks have a fixed size and do not grow (unlike Go's); \
+give this goroutine a bigger one with goro::Builder::stack_size, or every goroutine \
+with goro::runtime::Config::stack_size\n";
+
+enum Part<'a> {
+    Str(&'a str),
     Num(u64),
 }
 
-impl Part {
+impl Part<'_> {
     /// Formats without allocating; returns bytes written.
     fn write(&self, out: &mut [u8]) -> usize {
         match self {
             Part::Str(s) => {
+                // Cut at the buffer's end; a name cut mid-character prints as is.
                 let n = s.len().min(out.len());
                 out[..n].copy_from_slice(&s.as_bytes()[..n]);
                 n

@@ -1,0 +1,196 @@
+//! Stack frames for panic reports and goroutine dumps: captured on one stack,
+//! resolved to names and lines on another, trimmed to what the user wrote.
+//!
+//! Capturing walks the stack with the unwinder and stores return addresses only,
+//! which needs a few KiB of the current stack; resolving reads debug info and
+//! needs far more, so it runs where the stack is large (a dump thread, or a
+//! helper thread for a panic on a small goroutine stack).
+//!
+//! Trimming follows std's short backtraces: the frames above
+//! `__rust_end_short_backtrace` (the panic machinery) and below
+//! `__rust_begin_short_backtrace` (how the goroutine was started; goro runs every
+//! goroutine body through one) are left out, and for a parked goroutine so are
+//! the runtime's own frames above the call that parked it.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Return addresses of a stack, not yet resolved.
+pub(crate) struct Captured(backtrace::Backtrace);
+
+/// Captures the calling stack's frames (addresses only).
+#[inline(never)]
+pub(crate) fn capture() -> Captured {
+    Captured(backtrace::Backtrace::new_unresolved())
+}
+
+/// One resolved frame (an inlined call is a frame of its own).
+#[derive(Clone, Debug)]
+pub(crate) struct Frame {
+    pub(crate) name: String,
+    pub(crate) file: Option<String>,
+    pub(crate) line: Option<u32>,
+    pub(crate) col: Option<u32>,
+}
+
+impl Captured {
+    /// Resolves names and source lines: call on a stack with room to spare.
+    pub(crate) fn resolve(mut self) -> Vec<Frame> {
+        self.0.resolve();
+        let mut out = Vec::new();
+        for f in self.0.frames() {
+            if f.symbols().is_empty() {
+                out.push(Frame {
+                    name: format!("{:?}", f.ip()),
+                    file: None,
+                    line: None,
+                    col: None,
+                });
+            }
+            for s in f.symbols() {
+                out.push(Frame {
+                    name: s.name().map_or_else(|| "<unknown>".to_string(), |n| format!("{n:#}")),
+                    file: s.filename().map(|p| shorten(p)),
+                    line: s.lineno(),
+                    col: s.colno(),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// A source path relative to the working directory when it is below it, as
+/// std prints them.
+fn shorten(p: &Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| p.strip_prefix(cwd).ok().map(|r| r.display().to_string()))
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+/// Which frames a report keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// A panic: from below the panic machinery to the goroutine's entry.
+    Panic,
+    /// A parked goroutine: from the call that parked it to its entry.
+    Parked,
+    /// Everything (`RUST_BACKTRACE=full`).
+    All,
+}
+
+const END_MARKER: &str = "__rust_end_short_backtrace";
+const BEGIN_MARKER: &str = "__rust_begin_short_backtrace";
+
+/// The frames `keep` asks for, innermost first.
+pub(crate) fn trim(frames: &[Frame], keep: Keep) -> &[Frame] {
+    if keep == Keep::All {
+        return frames;
+    }
+    let mut start = match keep {
+        Keep::Panic => frames
+            .iter()
+            .rposition(|f| f.name.contains(END_MARKER))
+            .map_or(0, |i| i + 1),
+        _ => 0,
+    };
+    let end = frames[start..]
+        .iter()
+        .position(|f| f.name.contains(BEGIN_MARKER))
+        .map_or(frames.len(), |i| start + i);
+    if keep == Keep::Parked {
+        // The runtime's frames of the park itself, and of the capture.
+        while start < end && is_internal(&frames[start].name) {
+            start += 1;
+        }
+    }
+    &frames[start..end]
+}
+
+fn is_internal(name: &str) -> bool {
+    [
+        "goro::runtime::",
+        "backtrace::",
+        "corosensei::",
+        "core::ops::function::",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+}
+
+/// std's backtrace shape: `   N: name` then `             at file:line:col`.
+pub(crate) fn write_std(out: &mut String, frames: &[Frame]) {
+    for (i, f) in frames.iter().enumerate() {
+        let _ = writeln!(out, "{i:4}: {}", f.name);
+        if let Some(file) = &f.file {
+            let _ = write!(out, "             at {file}");
+            if let Some(line) = f.line {
+                let _ = write!(out, ":{line}");
+                if let Some(col) = f.col {
+                    let _ = write!(out, ":{col}");
+                }
+            }
+            out.push('\n');
+        }
+    }
+}
+
+/// Go's traceback shape: the function, then a tab and `file:line`.
+pub(crate) fn write_go(out: &mut String, frames: &[Frame]) {
+    for f in frames {
+        let _ = writeln!(out, "{}(...)", f.name);
+        match (&f.file, f.line) {
+            (Some(file), Some(line)) => {
+                let _ = writeln!(out, "\t{file}:{line}");
+            }
+            (Some(file), None) => {
+                let _ = writeln!(out, "\t{file}");
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(name: &str) -> Frame {
+        Frame {
+            name: name.to_string(),
+            file: None,
+            line: None,
+            col: None,
+        }
+    }
+
+    #[test]
+    fn panic_frames_run_from_below_the_machinery_to_the_entry() {
+        let frames = [
+            f("backtrace::capture"),
+            f("std::sys::backtrace::__rust_end_short_backtrace"),
+            f("core::panicking::panic_fmt"),
+            f("app::work"),
+            f("goro::spawn::__rust_begin_short_backtrace"),
+            f("corosensei::trampoline"),
+        ];
+        let kept: Vec<_> = trim(&frames, Keep::Panic).iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(kept, ["core::panicking::panic_fmt", "app::work"]);
+        assert_eq!(trim(&frames, Keep::All).len(), frames.len());
+    }
+
+    #[test]
+    fn parked_frames_start_at_the_call_that_parked() {
+        let frames = [
+            f("backtrace::capture"),
+            f("goro::runtime::g::G::suspend"),
+            f("goro::runtime::park::park_g"),
+            f("goro::chan::Receiver<T>::recv"),
+            f("app::worker"),
+            f("goro::spawn::__rust_begin_short_backtrace"),
+        ];
+        let kept: Vec<_> = trim(&frames, Keep::Parked).iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(kept, ["goro::chan::Receiver<T>::recv", "app::worker"]);
+    }
+}
