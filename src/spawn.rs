@@ -12,7 +12,7 @@
 //! reads the slot through [`TaskHead<T>`], a `#[repr(C)]` prefix of every
 //! `Task<F, T>`, which puts the slot at the same offset whatever `F` is.
 
-use crate::runtime::g::{GRef, Switch, WaitReason};
+use crate::runtime::g::{GRef, Spawn, Switch, WaitReason};
 use crate::runtime::gfree::gfget;
 use crate::runtime::m::{current_g, current_m};
 use crate::runtime::ownership::with_p;
@@ -28,6 +28,7 @@ use std::cell::UnsafeCell;
 use std::fmt;
 use std::io;
 use std::marker::PhantomData;
+use std::panic::Location;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
@@ -52,6 +53,10 @@ use std::sync::atomic::Ordering;
 pub struct GoId(u64);
 
 impl GoId {
+    pub(crate) fn from_raw(id: u64) -> GoId {
+        GoId(id)
+    }
+
     /// The id as a number, as Go prints it (`goroutine 17`) and as goro's panic
     /// messages and `GODEBUG=scheddetail=1` traces show it.
     ///
@@ -267,6 +272,12 @@ impl Builder {
         let stack_size = self
             .stack_size
             .map_or(s.config.stack_size, crate::runtime::stack::round_size);
+        let spawn = Spawn {
+            name: self.name.map(String::into_boxed_str),
+            stack_size,
+            creator: creator(),
+            at: Location::caller(),
+        };
         // One runtime section: the G's id, header and queue all come from the P
         // this M holds, which cannot be taken away meanwhile.
         let (id, task) = with_p(|p| {
@@ -282,10 +293,7 @@ impl Builder {
             let task = unsafe { TaskRef::from_ptr(NonNull::from(Box::leak(task)).cast()) };
             let g = gfget(p);
             // SAFETY: gfget hands us the header exclusively.
-            unsafe { g.init(id, self.name.map(String::into_boxed_str), stack_size, task) };
-            if let Some(all) = &s.allgs {
-                all.lock().unwrap_or_else(|e| e.into_inner()).insert(id, g);
-            }
+            unsafe { g.init(id, spawn, task) };
             newproc(p, g);
             (id, task)
         });
@@ -376,6 +384,15 @@ fn count_completed() {
             sched().counters.completed_outside.fetch_add(1, Ordering::Relaxed);
         }
     });
+}
+
+/// Who is spawning, for dumps: the running G (also inside its `blocking` call),
+/// else this plain thread.
+fn creator() -> u64 {
+    match current_g().or_else(|| current_m().and_then(|m| m.syscallg())) {
+        Some(g) => g.id(),
+        None => crate::runtime::monitor::creators::this_thread(),
+    }
 }
 
 /// A fresh G id: from P `p`'s batch (Go's goidcache), or the global counter.

@@ -31,14 +31,17 @@
 //! freed, so such a read is always of valid memory; a stale value only makes a
 //! prefetch useless.
 
+use super::coarse_clock::coarse_now_ms;
+use super::monitor::frames::{capture, Captured};
 use super::stack::GStack;
 use super::task::locals::LocalMap;
 use super::task::TaskRef;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, UnsafeCell};
 use std::fmt;
+use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// A G's status, numbered as Go's `_Grunnable`... so `scheddetail` prints the same
 /// `status=N`.
@@ -59,9 +62,13 @@ pub(crate) enum Status {
     Dead = 6,
 }
 
+/// Status bit set while a goroutine dump inspects a `Waiting` G (Go's
+/// `_Gscan`): a `ready` meanwhile waits for it to clear ([`G::cas_status`]).
+const SCAN: u8 = 0x80;
+
 impl Status {
     fn from_u8(v: u8) -> Status {
-        match v {
+        match v & !SCAN {
             0 => Status::Idle,
             1 => Status::Runnable,
             2 => Status::Running,
@@ -72,26 +79,58 @@ impl Status {
     }
 }
 
-/// Why a G is `Waiting`, printed in `scheddetail` as Go prints `waitReason`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why a goroutine (or a thread, in a goro wait) is waiting: the words in a
+/// goroutine dump's `[...]` and in `GODEBUG=scheddetail`, Go's wording where Go
+/// has the same wait (`Display` prints them).
+///
+/// ```
+/// use goro::runtime::WaitReason;
+/// assert_eq!(WaitReason::ChanRecv.to_string(), "chan receive");
+/// assert_eq!(WaitReason::SyncWaitGroupWait.to_string(), "sync.WaitGroup.Wait");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
-pub(crate) enum WaitReason {
+#[non_exhaustive]
+pub enum WaitReason {
+    /// Not waiting (internal: never shown).
+    #[doc(hidden)]
     None = 0,
+    /// `JoinHandle::join` (goro's own: Go has no join).
     Join,
+    /// `time::sleep`.
     Sleep,
+    /// `time::sleep(Duration::MAX)`: a sleep that never ends.
     Forever,
+    /// A channel receive.
     ChanRecv,
+    /// A channel send.
     ChanSend,
+    /// `select!` with arms.
     Select,
+    /// `select! {}`.
     SelectNoCases,
+    /// `sync::Mutex::lock`.
     SyncMutexLock,
+    /// `sync::RwLock::read`.
     SyncRWMutexRLock,
+    /// `sync::RwLock::write`.
     SyncRWMutexLock,
+    /// `sync::Condvar::wait`.
     SyncCondWait,
+    /// `sync::WaitGroup::wait`.
     SyncWaitGroupWait,
+    /// `sync::Semaphore::acquire`.
     Semacquire,
+    /// `sync::Once::call_once` waiting for another caller.
     SyncOnce,
+    /// A socket read, write, accept or connect.
     IoWait,
+}
+
+impl fmt::Display for WaitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl WaitReason {
@@ -176,11 +215,14 @@ pub(crate) struct Context {
     pub(crate) switch: Switch,
     /// The task this G runs, from spawn to exit.
     task: Option<TaskRef>,
-    pub(crate) name: Option<Box<str>>,
     /// `lock_os_thread` nesting depth.
     pub(crate) lock_count: u32,
     /// Its goroutine-local values (`task::locals`).
     locals: LocalMap,
+    /// A dump resumed it to record where it is parked (`G::inspect`).
+    inspecting: bool,
+    /// What that recorded.
+    inspected: Option<Captured>,
 }
 
 /// A goroutine header. See the module docs for who may touch what.
@@ -204,7 +246,53 @@ pub(crate) struct G {
     /// The M this G is wired to by `lock_os_thread`, null if none. Written by the G
     /// itself, read by any scheduler that dequeues it.
     lockedm: AtomicPtr<super::m::M>,
+    /// Set by the M once this G has switched out to park and its coroutine is
+    /// stored back; cleared before it is resumed. A dump may inspect a `Waiting` G
+    /// only when set (the status turns `Waiting` before the switch).
+    off_cpu: AtomicBool,
+    /// When it last parked, on the coarse clock ([`coarse_now_ms`]).
+    wait_since: AtomicU64,
+    /// Who made it, for dumps: see [`Creator`]. Written by `init`.
+    creator: AtomicU64,
+    /// Where it was spawned (`go!`'s call site). Written by `init`.
+    created_at: Cell<&'static Location<'static>>,
+    /// Its name. Written by `init` before the G is published and by `finish`
+    /// under `meta`; read by the G itself, and by dumps under `meta`.
+    name: UnsafeCell<Option<Box<str>>>,
+    /// Held by `finish` while it retires the G, and by a dump while it reads the
+    /// fields above: so a dump never reads a name being freed.
+    meta: AtomicBool,
     ctx: UnsafeCell<Context>,
+}
+
+/// Who spawned a G, packed in one word: a G id, or a plain thread's token with
+/// this bit set ([`super::monitor::creators`]).
+pub(crate) const CREATOR_THREAD_BIT: u64 = 1 << 63;
+
+/// Stack a parked G must have left for a dump to record its frames there
+/// (the unwinder's capture needs a few KiB).
+const INSPECT_ROOM: usize = 8 << 10;
+
+/// What a spawn gives a fresh G besides its task.
+pub(crate) struct Spawn {
+    pub(crate) name: Option<Box<str>>,
+    pub(crate) stack_size: usize,
+    /// See [`CREATOR_THREAD_BIT`].
+    pub(crate) creator: u64,
+    pub(crate) at: &'static Location<'static>,
+}
+
+/// A live G as a dump sees it ([`G::snapshot`]).
+pub(crate) struct Snapshot {
+    pub(crate) id: u64,
+    pub(crate) status: Status,
+    pub(crate) reason: WaitReason,
+    pub(crate) name: Option<String>,
+    pub(crate) creator: u64,
+    pub(crate) created_at: &'static Location<'static>,
+    pub(crate) wait_since_ms: u64,
+    pub(crate) locked: bool,
+    pub(crate) m: i64,
 }
 
 /// What happened when a G was resumed.
@@ -230,17 +318,26 @@ impl G {
             guard: Cell::new((0, 0)),
             schedlink: AtomicPtr::new(std::ptr::null_mut()),
             lockedm: AtomicPtr::new(std::ptr::null_mut()),
+            off_cpu: AtomicBool::new(false),
+            wait_since: AtomicU64::new(0),
+            creator: AtomicU64::new(0),
+            created_at: Cell::new(Location::caller()),
+            name: UnsafeCell::new(None),
+            meta: AtomicBool::new(false),
             ctx: UnsafeCell::new(Context {
                 coroutine: None,
                 yielder: std::ptr::null(),
                 switch: Switch::None,
                 task: None,
-                name: None,
                 lock_count: 0,
                 locals: LocalMap::default(),
+                inspecting: false,
+                inspected: None,
             }),
         });
-        GRef(NonNull::from(Box::leak(g)))
+        let g = GRef(NonNull::from(Box::leak(g)));
+        super::task::allgs::add(g);
+        g
     }
 
     /// Readies a free header to run `task` as goroutine `id`. It is `Runnable`
@@ -248,17 +345,25 @@ impl G {
     ///
     /// # Safety
     /// The caller owns this free header exclusively (it came from `gfget`).
-    pub(crate) unsafe fn init(&self, id: u64, name: Option<Box<str>>, stack_size: usize, task: TaskRef) {
+    ///
+    /// The dump's fields (name, creator, call site) are written before the
+    /// status, which is stored with `Release`: a dump that reads a live status
+    /// with `Acquire` (under `meta`) sees them.
+    pub(crate) unsafe fn init(&self, id: u64, spawn: Spawn, task: TaskRef) {
         debug_assert_eq!(self.status(), Status::Dead);
         self.id.store(id, Ordering::Relaxed);
-        self.stack_size.store(stack_size, Ordering::Relaxed);
+        self.stack_size.store(spawn.stack_size, Ordering::Relaxed);
         self.m.store(-1, Ordering::Relaxed);
-        self.set_status(Status::Runnable);
+        self.creator.store(spawn.creator, Ordering::Relaxed);
+        self.created_at.set(spawn.at);
+        // SAFETY: exclusive by the caller's contract; a dump reads the name only
+        // once it sees a live status, stored below.
+        unsafe { *self.name.get() = spawn.name };
         // SAFETY: exclusive by the caller's contract.
         let ctx = unsafe { self.ctx() };
         debug_assert!(ctx.coroutine.is_none() && ctx.task.is_none());
         ctx.task = Some(task);
-        ctx.name = name;
+        self.status.store(Status::Runnable as u8, Ordering::Release);
     }
 
     /// After exit: marks the header `Dead`, drops the scheduler's reference to the
@@ -268,12 +373,17 @@ impl G {
     /// # Safety
     /// The caller is the M that saw this G exit and owns it.
     pub(crate) unsafe fn finish(&self) {
-        self.set_status(Status::Dead);
+        let name = self.with_meta(|| {
+            self.set_status(Status::Dead);
+            // SAFETY: exclusive by the caller's contract, and no dump reads the
+            // name while we hold `meta`.
+            unsafe { (*self.name.get()).take() }
+        });
+        drop(name);
         self.guard.set((0, 0));
         self.resume_sp.store(0, Ordering::Relaxed);
         // SAFETY: exclusive by the caller's contract.
         let ctx = unsafe { self.ctx() };
-        ctx.name = None;
         ctx.lock_count = 0;
         ctx.locals.reset();
         self.set_lockedm(None);
@@ -313,7 +423,46 @@ impl G {
     pub(crate) unsafe fn name(&self) -> Option<&str> {
         // SAFETY: a shared read of a field only `init`/`finish` write, and neither
         // runs while the G does.
-        unsafe { (*self.ctx.get()).name.as_deref() }
+        unsafe { (*self.name.get()).as_deref() }
+    }
+
+    /// Runs `f` holding this header's `meta` lock (a few instructions: `finish`
+    /// and a dump's read of the fields it guards).
+    pub(crate) fn with_meta<R>(&self, f: impl FnOnce() -> R) -> R {
+        while self
+            .meta
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        let r = f();
+        self.meta.store(false, Ordering::Release);
+        r
+    }
+
+    /// What a dump shows of this G, if it is alive: read under `meta`.
+    pub(crate) fn snapshot(&self) -> Option<Snapshot> {
+        self.with_meta(|| {
+            let raw = self.status.load(Ordering::Acquire);
+            let status = Status::from_u8(raw);
+            if matches!(status, Status::Dead | Status::Idle) {
+                return None;
+            }
+            Some(Snapshot {
+                id: self.id(),
+                status,
+                reason: self.wait_reason(),
+                // SAFETY: under `meta`, after an Acquire read of a live status
+                // (module docs): the name is the live G's and not being freed.
+                name: unsafe { (*self.name.get()).as_deref().map(str::to_owned) },
+                creator: self.creator.load(Ordering::Relaxed),
+                created_at: self.created_at.get(),
+                wait_since_ms: self.wait_since.load(Ordering::Relaxed),
+                locked: self.lockedm().is_some(),
+                m: self.m_id(),
+            })
+        })
     }
 
     pub(crate) fn status(&self) -> Status {
@@ -327,12 +476,19 @@ impl G {
     /// Moves the G from `from` to `to`; panics if it was in another state. This is
     /// the tripwire for a double `ready` or a `ready` of a running G: one atomic
     /// step, so of two racing calls only one succeeds.
+    ///
+    /// A `Waiting` G that a dump is inspecting (`SCAN` set) is waited for: the
+    /// dump holds it for the time one backtrace takes.
     pub(crate) fn cas_status(&self, from: Status, to: Status) {
-        if let Err(actual) = self
-            .status
-            .compare_exchange(from as u8, to as u8, Ordering::Relaxed, Ordering::Relaxed)
-        {
-            self.wrong_status(actual, from, to);
+        loop {
+            match self
+                .status
+                .compare_exchange(from as u8, to as u8, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) if actual == from as u8 | SCAN => std::thread::yield_now(),
+                Err(actual) => self.wrong_status(actual, from, to),
+            }
         }
     }
 
@@ -345,15 +501,75 @@ impl G {
     /// checked load and a plain store do, with no locked instruction on every
     /// switch. Debug builds (the test suite, loom) keep the compare-and-swap, so
     /// that a run-queue bug handing one G to two Ms at once still trips here.
+    ///
+    /// The store is `Release` (free on x86): a dump that reads the new status
+    /// with `Acquire` sees the G's fields as this owner left them.
     pub(crate) fn owner_set_status(&self, from: Status, to: Status) {
         if cfg!(debug_assertions) {
-            return self.cas_status(from, to);
+            if let Err(actual) =
+                self.status
+                    .compare_exchange(from as u8, to as u8, Ordering::Release, Ordering::Relaxed)
+            {
+                self.wrong_status(actual, from, to);
+            }
+            return;
         }
         let actual = self.status.load(Ordering::Relaxed);
         if actual != from as u8 {
             self.wrong_status(actual, from, to);
         }
-        self.status.store(to as u8, Ordering::Relaxed);
+        self.status.store(to as u8, Ordering::Release);
+    }
+
+    /// Marks the G parked and off its stack (the M, after the switch), or about
+    /// to run again (the M, before the resume).
+    pub(crate) fn set_off_cpu(&self, v: bool) {
+        self.off_cpu.store(v, Ordering::Release);
+    }
+
+    /// Records the park's start on the coarse clock (the G, as it parks).
+    pub(crate) fn mark_wait_start(&self) {
+        self.wait_since.store(coarse_now_ms(), Ordering::Relaxed);
+    }
+
+    /// Records where this parked G is parked: pins it (`SCAN`, so no `ready`
+    /// can run it meanwhile), resumes its coroutine on the calling thread for
+    /// the one capture [`G::suspend`] makes, and unpins it. `None` if the G is
+    /// not parked and off its stack, is no longer goroutine `id`, or has too
+    /// little stack left for the capture.
+    pub(crate) fn inspect(&self, id: u64) -> Option<Captured> {
+        let waiting = Status::Waiting as u8;
+        if self
+            .status
+            .compare_exchange(waiting, waiting | SCAN, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        let room = self
+            .resume_sp
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.guard.get().1);
+        let captured = if self.id() == id && self.off_cpu.load(Ordering::Acquire) && room >= INSPECT_ROOM {
+            // SAFETY: the G is parked, off its stack (its coroutine stored back)
+            // and pinned by SCAN: no M may resume it until we clear the bit, so
+            // this thread owns it.
+            let ctx = unsafe { self.ctx() };
+            ctx.coroutine.take().and_then(|mut co| {
+                ctx.inspecting = true;
+                let result = co.resume(());
+                // SAFETY: the G suspended again (below), so we own it again.
+                let ctx = unsafe { self.ctx() };
+                ctx.inspecting = false;
+                debug_assert!(matches!(result, CoroutineResult::Yield(())));
+                ctx.coroutine = Some(co);
+                ctx.inspected.take()
+            })
+        } else {
+            None
+        };
+        self.status.store(waiting, Ordering::Release);
+        captured
     }
 
     #[cold]
@@ -515,9 +731,19 @@ impl G {
             .store(std::ptr::addr_of!(here) as usize, Ordering::Relaxed);
         let yielder = ctx.yielder;
         debug_assert!(!yielder.is_null());
-        // SAFETY: the yielder lives at the base of this coroutine's stack for as long
-        // as the coroutine runs, and we are running on it.
-        unsafe { (*yielder).suspend(()) };
+        loop {
+            // SAFETY: the yielder lives at the base of this coroutine's stack for as
+            // long as the coroutine runs, and we are running on it.
+            unsafe { (*yielder).suspend(()) };
+            // SAFETY: resumed, so this G owns itself again.
+            let ctx = unsafe { self.ctx() };
+            if !ctx.inspecting {
+                return;
+            }
+            // A dump resumed us, on its own thread, to record where we are
+            // parked; then we park on (`G::inspect`).
+            ctx.inspected = Some(capture());
+        }
     }
 }
 

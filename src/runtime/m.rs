@@ -301,6 +301,7 @@ pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
     let res = std::thread::Builder::new()
         .name(format!("goro-m{}", m.id()))
         .spawn(move || {
+            let _runtime_thread = super::os_threads::register();
             CURRENT_M.with(|c| c.set(m));
             super::signal::on_thread_start();
             let p = m.take_nextp().flatten().expect("new M without a P");

@@ -41,6 +41,7 @@
 //! that finds and runs Gs) → `park` (how a G waits and is readied) → `stack`
 //! (where its stack came from and goes back to).
 
+pub(crate) mod coarse_clock;
 mod config;
 pub(crate) mod futex;
 pub(crate) mod g;
@@ -55,6 +56,7 @@ mod loom_models;
 pub(crate) mod m;
 pub(crate) mod monitor;
 pub(crate) mod note;
+pub(crate) mod os_threads;
 pub(crate) mod ownership;
 pub(crate) mod p;
 mod panics;
@@ -69,18 +71,21 @@ pub(crate) mod sched;
 mod schedule;
 mod signal;
 pub(crate) mod stack;
-mod stats;
+pub(crate) mod stats;
 pub(crate) mod sync_prims;
 mod sysmon;
 pub(crate) mod task;
 mod template;
+pub(crate) mod thread_waits;
 pub(crate) mod timers;
 mod trace;
 pub(crate) mod waitq;
 pub(crate) mod wake;
 
 pub use config::{AlreadyStarted, Config};
+pub use g::WaitReason;
 pub use lockosthread::{lock_os_thread, unlock_os_thread};
+pub use monitor::dump::{goroutines, write_goroutines, GoState, GoroutineInfo};
 pub use procresize::set_gomaxprocs;
 pub use stats::{ProcStats, Stats};
 

@@ -119,11 +119,17 @@ impl ThreadWaiter {
         thread.unpark();
     }
 
-    /// Blocks until [`ThreadWaiter::wake`].
+    /// Blocks until [`ThreadWaiter::wake`], listed meanwhile as a waiting
+    /// thread (`thread_waits`) for dumps and the deadlock check.
     #[cfg(not(loom))]
-    fn sleep(&self) {
+    fn sleep(&self, reason: WaitReason) {
+        if self.is_woken() {
+            return;
+        }
+        let listed = super::thread_waits::register(reason, false);
         while !self.is_woken() {
             std::thread::park();
+            listed.answer();
         }
     }
 
@@ -133,7 +139,7 @@ impl ThreadWaiter {
     }
 
     #[cfg(loom)]
-    fn sleep(&self) {
+    fn sleep(&self, _reason: WaitReason) {
         lot::wait_until(|| self.is_woken());
     }
 }
@@ -198,7 +204,7 @@ impl Parker {
             Waiter::G(g) => park_g(g, reason, unlock),
             Waiter::Thread(t) => {
                 drop(unlock);
-                t.sleep();
+                t.sleep(reason);
             }
         }
     }
@@ -227,7 +233,7 @@ impl Parker {
             }
             Waiter::Thread(t) => {
                 drop(unlock);
-                park_thread_timeout(&t, claim, timeout);
+                park_thread_timeout(&t, reason, claim, timeout);
             }
         }
     }
@@ -237,9 +243,11 @@ impl Parker {
 /// [`TIMED_OUT`] once `timeout` has passed (and if someone else won the claim
 /// meanwhile, sleeps on until that winner's wake-up).
 #[cfg(not(loom))]
-fn park_thread_timeout(t: &ThreadWaiter, claim: &Claim, timeout: Duration) {
+fn park_thread_timeout(t: &ThreadWaiter, reason: WaitReason, claim: &Claim, timeout: Duration) {
     let deadline = std::time::Instant::now().checked_add(timeout);
+    let listed = super::thread_waits::register(reason, deadline.is_some());
     while !t.is_woken() {
+        listed.answer();
         match deadline {
             Some(d) if std::time::Instant::now() >= d => {
                 if claim.try_claim(TIMED_OUT) {
@@ -259,11 +267,11 @@ fn park_thread_timeout(t: &ThreadWaiter, claim: &Claim, timeout: Duration) {
 /// and the model explores every order of that claim against the wakers' (a waker
 /// that won first is waited for, as in the real thing).
 #[cfg(loom)]
-fn park_thread_timeout(t: &ThreadWaiter, claim: &Claim, _timeout: Duration) {
+fn park_thread_timeout(t: &ThreadWaiter, _reason: WaitReason, claim: &Claim, _timeout: Duration) {
     if !t.is_woken() && claim.try_claim(TIMED_OUT) {
         return;
     }
-    t.sleep();
+    t.sleep(_reason);
 }
 
 /// Runs a closure when dropped: how a step is handed to the park protocol as its
@@ -287,6 +295,7 @@ impl<F: FnOnce()> Drop for OnDrop<F> {
 /// Parks the running G `g`; `unlock` is dropped by the scheduler after the switch.
 fn park_g<U>(g: GRef, reason: WaitReason, unlock: U) {
     g.set_wait_reason(reason);
+    g.mark_wait_start();
     g.owner_set_status(Status::Running, Status::Waiting);
     // The scheduler takes `unlock` out of this frame (a bitwise move) and drops it
     // on its own stack; here it must then never be dropped again.

@@ -10,7 +10,6 @@
 
 use super::config::MAX_PROCS;
 use super::config::{Config, Resolved};
-use super::g::GRef;
 use super::gfree::GFreePool;
 use super::globrunq::GlobalRunq;
 use super::idle::Idle;
@@ -19,7 +18,6 @@ use super::p::P;
 use super::stack::StackPool;
 use super::trace::Godebug;
 use crate::netpoll::Poller;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -66,9 +64,6 @@ pub(crate) struct Sched {
     pub(crate) next_goid: AtomicU64,
     pub(crate) counters: Counters,
     pub(crate) godebug: Godebug,
-    /// Every live G, kept only under `GODEBUG=scheddetail=1` (it costs a lock per
-    /// spawn and exit).
-    pub(crate) allgs: Option<Mutex<HashMap<u64, GRef>>>,
     pub(crate) cores: Vec<core_affinity::CoreId>,
     pub(crate) sysmon: super::sysmon::Sysmon,
     /// Serialises stop-the-world operations (`set_gomaxprocs`).
@@ -79,6 +74,11 @@ pub(crate) struct Sched {
     /// Ps a stop-the-world still waits for (`stopwait` in scheddetail).
     pub(crate) stopwait: AtomicUsize,
     pub(crate) started: Instant,
+}
+
+/// The runtime if it has started.
+pub(crate) fn try_sched() -> Option<&'static Sched> {
+    SCHED.get()
 }
 
 /// The runtime, started with the default configuration if nobody started it yet.
@@ -102,6 +102,7 @@ pub(crate) fn start(config: Config) -> bool {
     });
     if ours {
         super::sysmon::start(s);
+        super::monitor::deadlock::start(s);
     }
     ours
 }
@@ -135,7 +136,6 @@ impl Sched {
             next_m_id: AtomicI64::new(0),
             next_goid: AtomicU64::new(1),
             counters: Counters::default(),
-            allgs: godebug.scheddetail.then(|| Mutex::new(HashMap::new())),
             godebug,
             cores: if config.pin_threads {
                 core_affinity::get_core_ids().unwrap_or_default()

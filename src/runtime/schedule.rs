@@ -195,6 +195,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
         // SAFETY: this M holds `p`; the reference dies in this closure.
         unsafe { p.local() }.stacks.get(&s.stacks, g.stack_size(), default_size)
     });
+    g.set_off_cpu(false);
     leave_runtime(m);
     // SAFETY: as above; the stack was asked for exactly when the G needed one.
     let outcome = unsafe { g.resume(first_stack) };
@@ -223,6 +224,9 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
                     wakep_global();
                 }
                 Switch::Park(unlock) => {
+                    // Off its stack and its coroutine stored: a dump may inspect it
+                    // from here (`G::inspect`), before any waker can ready it.
+                    g.set_off_cpu(true);
                     // The G committed to Waiting before switching; only now may its
                     // waiter's lock be released (the one parking protocol, park.rs).
                     // SAFETY: `data` is the parked G's unlock value, intact until
@@ -240,9 +244,6 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
 /// The G's body returned: unregister it, drop its task and recycle the header.
 /// Returns false if the G was wired to this M, which must then exit.
 fn exit_g(m: &'static M, p: Option<&P>, g: GRef) -> bool {
-    if let Some(all) = &sched().allgs {
-        all.lock().unwrap_or_else(|e| e.into_inner()).remove(&g.id());
-    }
     let was_locked = m.lockedg() == Some(g);
     // SAFETY: this M saw the G exit and owns it; no queue or waiter holds it.
     unsafe { g.finish() };
@@ -467,6 +468,9 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
                 s.poller.wake();
             }
         }
+        // No timer and no network wait: if this was the last busy M, nothing
+        // may be able to run ever again.
+        super::monitor::deadlock::poke();
         let slept_from = s.nanotime();
         if !stop_m(m) {
             return None;

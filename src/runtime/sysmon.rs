@@ -184,6 +184,7 @@ pub(crate) fn start(s: &'static Sched) {
 }
 
 fn run(s: &'static Sched) -> ! {
+    let _runtime_thread = super::os_threads::register();
     let trace_ns = s.godebug.schedtrace_ms.saturating_mul(1_000_000);
     let mut next_trace = 0u64;
     let mut seen: Vec<Seen> = Vec::new();
@@ -194,6 +195,7 @@ fn run(s: &'static Sched) -> ! {
     let mut scavenger = Scavenger::new(s.nanotime());
     loop {
         let now = s.nanotime();
+        super::coarse_clock::tick(now);
         let netpoll_due = netpoll_if_stale(s, now);
         let timer_due = timers_if_unwatched(s, now);
         // Only a retake means "look closely again" (Go's rule): a poll that found

@@ -54,6 +54,7 @@ pub(crate) fn spawn_via_template(m: &'static M, p: usize, spinning: bool) {
 
 /// The template thread's loop.
 fn serve() {
+    let _runtime_thread = super::os_threads::register();
     let mut requests = REQUESTS.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         while let Some(r) = requests.pop() {

@@ -15,6 +15,8 @@ pub(crate) struct Godebug {
     /// Print period in ms; 0 = off.
     pub(crate) schedtrace_ms: u64,
     pub(crate) scheddetail: bool,
+    /// `deadlock=0` turns the deadlock report off.
+    pub(crate) no_deadlock_report: bool,
 }
 
 impl Godebug {
@@ -42,6 +44,11 @@ impl Godebug {
                     "0" => g.scheddetail = false,
                     "1" => g.scheddetail = true,
                     _ => warn(format!("scheddetail={val:?} must be 0 or 1; ignored")),
+                },
+                "deadlock" => match val {
+                    "0" => g.no_deadlock_report = true,
+                    "1" => g.no_deadlock_report = false,
+                    _ => warn(format!("deadlock={val:?} must be 0 or 1; ignored")),
                 },
                 _ => {}
             }
@@ -123,31 +130,30 @@ pub(crate) fn render(s: &Sched) -> String {
             nil_or(m.lockedg().map_or(-1, |g| g.id() as i64)),
         );
     }
-    if let Some(all) = &s.allgs {
-        let all = all.lock().unwrap_or_else(|e| e.into_inner());
-        let mut gs: Vec<_> = all.values().collect();
-        gs.sort_by_key(|g| g.id());
-        for g in gs {
-            let status = g.status();
-            let reason = if status == Status::Waiting {
-                g.wait_reason().as_str()
-            } else {
-                ""
-            };
-            let m = if matches!(status, Status::Running | Status::Syscall) {
-                g.m_id()
-            } else {
-                -1
-            };
-            let _ = writeln!(
-                out,
-                "  G{}: status={}({reason}) m={} lockedm={}",
-                g.id(),
-                status as u8,
-                nil_or(m),
-                nil_or(g.lockedm().map_or(-1, |m| m.id()))
-            );
-        }
+    let mut gs: Vec<_> = crate::runtime::task::allgs::all()
+        .into_iter()
+        .filter_map(|g| g.snapshot().map(|snap| (snap, g.lockedm().map_or(-1, |m| m.id()))))
+        .collect();
+    gs.sort_by_key(|(snap, _)| snap.id);
+    for (snap, lockedm) in gs {
+        let reason = if snap.status == Status::Waiting {
+            snap.reason.as_str()
+        } else {
+            ""
+        };
+        let m = if matches!(snap.status, Status::Running | Status::Syscall) {
+            snap.m
+        } else {
+            -1
+        };
+        let _ = writeln!(
+            out,
+            "  G{}: status={}({reason}) m={} lockedm={}",
+            snap.id,
+            snap.status as u8,
+            nil_or(m),
+            nil_or(lockedm)
+        );
     }
     out
 }
@@ -167,17 +173,18 @@ mod tests {
     #[test]
     fn godebug_parsing() {
         let mut warnings = Vec::new();
-        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1", |w| warnings.push(w));
+        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1,deadlock=0", |w| warnings.push(w));
         assert_eq!(
             g,
             Godebug {
                 schedtrace_ms: 250,
-                scheddetail: true
+                scheddetail: true,
+                no_deadlock_report: true,
             }
         );
         assert!(warnings.is_empty());
-        let g = Godebug::parse("schedtrace=abc,scheddetail=yes", |w| warnings.push(w));
+        let g = Godebug::parse("schedtrace=abc,scheddetail=yes,deadlock=no", |w| warnings.push(w));
         assert_eq!(g, Godebug::default());
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
     }
 }

@@ -31,7 +31,13 @@ pub(crate) struct Frame {
     pub(crate) file: Option<String>,
     pub(crate) line: Option<u32>,
     pub(crate) col: Option<u32>,
+    /// The runtime's own code, the unwinder's or the coroutine switch's: left
+    /// out of a parked goroutine's frames.
+    pub(crate) internal: bool,
 }
+
+/// Where the runtime's sources are, as debug info names them.
+const RUNTIME_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/runtime/");
 
 impl Captured {
     /// Resolves names and source lines: call on a stack with room to spare.
@@ -45,14 +51,19 @@ impl Captured {
                     file: None,
                     line: None,
                     col: None,
+                    internal: false,
                 });
             }
             for s in f.symbols() {
+                let name = s.name().map_or_else(|| "<unknown>".to_string(), |n| format!("{n:#}"));
+                // Inlined frames carry short names: their files tell where they are.
+                let internal = is_internal(&name, s.filename());
                 out.push(Frame {
-                    name: s.name().map_or_else(|| "<unknown>".to_string(), |n| format!("{n:#}")),
-                    file: s.filename().map(|p| shorten(p)),
+                    name,
+                    file: s.filename().map(shorten),
                     line: s.lineno(),
                     col: s.colno(),
+                    internal,
                 });
             }
         }
@@ -101,22 +112,35 @@ pub(crate) fn trim(frames: &[Frame], keep: Keep) -> &[Frame] {
         .map_or(frames.len(), |i| start + i);
     if keep == Keep::Parked {
         // The runtime's frames of the park itself, and of the capture.
-        while start < end && is_internal(&frames[start].name) {
+        while start < end && frames[start].internal {
             start += 1;
         }
+    }
+    let mut end = end;
+    // The closure-call shims between the body and the entry marker.
+    while end > start && frames[end - 1].internal {
+        end -= 1;
     }
     &frames[start..end]
 }
 
-fn is_internal(name: &str) -> bool {
-    [
+fn is_internal(name: &str, file: Option<&Path>) -> bool {
+    const NAMES: [&str; 4] = [
         "goro::runtime::",
         "backtrace::",
         "corosensei::",
         "core::ops::function::",
-    ]
-    .iter()
-    .any(|p| name.starts_with(p))
+    ];
+    if NAMES.iter().any(|p| name.starts_with(p)) {
+        return true;
+    }
+    let Some(file) = file.and_then(Path::to_str) else {
+        return false;
+    };
+    file.starts_with(RUNTIME_SRC)
+        || file.contains("/backtrace-0.")
+        || file.contains("/corosensei-")
+        || file.ends_with("core/src/ops/function.rs")
 }
 
 /// std's backtrace shape: `   N: name` then `             at file:line:col`.
@@ -162,6 +186,7 @@ mod tests {
             file: None,
             line: None,
             col: None,
+            internal: is_internal(name, None),
         }
     }
 

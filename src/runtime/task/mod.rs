@@ -24,6 +24,7 @@
 //! touched only while it is held. It is held for a few instructions (store or take
 //! a result and a waiter), never across a park, so waiters spin.
 
+pub(crate) mod allgs;
 pub(crate) mod locals;
 
 use std::io;

@@ -1,0 +1,289 @@
+//! The goroutine dump: [`goroutines`] and [`write_goroutines`], in the shape of
+//! Go's traceback (`goroutine 7 [chan receive]:` ... `created by ...`).
+//!
+//! A dump looks at every G header ever made (`task::allgs`). A live G's fields are
+//! read under its `meta` lock (`G::snapshot`). A G parked off its stack is pinned
+//! for a moment (`G::inspect`, Go's `_Gscan`) and resumed on the dump's own
+//! thread, where it records its frames and parks again; its wakers wait out the
+//! pin. Running and runnable Gs are listed without frames. Plain threads in goro
+//! waits answer a request for their own frames (`thread_waits`). Frames are
+//! resolved on the dump's thread, which has a large stack, so any goroutine may
+//! ask for a dump.
+
+use crate::runtime::g::{Snapshot, Status, WaitReason, CREATOR_THREAD_BIT};
+use crate::runtime::monitor::creators;
+use crate::runtime::monitor::frames::{self, Captured, Keep};
+use crate::runtime::thread_waits;
+use crate::GoId;
+use std::fmt;
+use std::io;
+use std::panic::Location;
+use std::time::Duration;
+
+/// How long a dump waits for a waiting plain thread to report its frames.
+const THREAD_PATIENCE: Duration = Duration::from_millis(200);
+
+/// What a goroutine is doing, as a dump shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GoState {
+    /// In a run queue, waiting for a P.
+    Runnable,
+    /// Running on an M.
+    Running,
+    /// Parked in a goro wait.
+    Waiting(WaitReason),
+    /// Inside [`blocking`](fn@crate::blocking) (Go's `syscall`).
+    Blocking,
+}
+
+impl fmt::Display for GoState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GoState::Runnable => f.write_str("runnable"),
+            GoState::Running => f.write_str("running"),
+            GoState::Waiting(r) => fmt::Display::fmt(r, f),
+            GoState::Blocking => f.write_str("syscall"),
+        }
+    }
+}
+
+/// One live goroutine in a dump ([`goroutines`]). `Display` prints it as Go's
+/// traceback does:
+///
+/// ```text
+/// goroutine 7 "worker-1" [chan receive, 2 minutes]:
+/// app::worker(...)
+///         src/main.rs:8
+/// created by goroutine 1 at src/main.rs:12:5
+/// ```
+#[derive(Clone, Debug)]
+pub struct GoroutineInfo {
+    id: GoId,
+    name: Option<String>,
+    state: GoState,
+    waiting_for: Option<Duration>,
+    created_at: &'static Location<'static>,
+    parent: Option<GoId>,
+    /// The plain thread that spawned it, when no goroutine did.
+    creator_thread: Option<String>,
+    locked: bool,
+    stack: Option<String>,
+}
+
+impl GoroutineInfo {
+    /// Its id.
+    pub fn id(&self) -> GoId {
+        self.id
+    }
+
+    /// Its [`Builder::name`](crate::Builder::name), if it has one.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// What it is doing.
+    pub fn state(&self) -> GoState {
+        self.state
+    }
+
+    /// How long it has waited, if it is waiting (a coarse clock: to within a
+    /// few ms).
+    pub fn waiting_for(&self) -> Option<Duration> {
+        self.waiting_for
+    }
+
+    /// Where it was started: the `go!` (or `spawn`, `WaitGroup::go`,
+    /// `time::after_func`) call site.
+    pub fn created_at(&self) -> &'static Location<'static> {
+        self.created_at
+    }
+
+    /// The goroutine that started it; `None` if a plain thread did.
+    pub fn parent(&self) -> Option<GoId> {
+        self.parent
+    }
+
+    /// Where it is parked, one frame per line pair (the function, then its file
+    /// and line), from the call that parked it down to its body; `None` when not
+    /// captured (it is not parked, or its stack had no room for the capture).
+    pub fn stack(&self) -> Option<&str> {
+        self.stack.as_deref()
+    }
+}
+
+impl fmt::Display for GoroutineInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "goroutine {}", self.id)?;
+        if let Some(name) = &self.name {
+            write!(f, " {name:?}")?;
+        }
+        write!(f, " [{}", self.state)?;
+        if let Some(minutes) = self.waiting_for.map(|d| d.as_secs() / 60).filter(|&m| m >= 1) {
+            write!(f, ", {minutes} minutes")?;
+        }
+        if self.locked {
+            f.write_str(", locked to thread")?;
+        }
+        f.write_str("]:\n")?;
+        if let Some(stack) = &self.stack {
+            f.write_str(stack)?;
+        }
+        let at = self.created_at;
+        match (&self.parent, &self.creator_thread) {
+            (Some(p), _) => write!(
+                f,
+                "created by goroutine {p} at {}:{}:{}",
+                at.file(),
+                at.line(),
+                at.column()
+            ),
+            (None, Some(t)) => write!(
+                f,
+                "created by thread {t:?} at {}:{}:{}",
+                at.file(),
+                at.line(),
+                at.column()
+            ),
+            (None, None) => write!(f, "created at {}:{}:{}", at.file(), at.line(), at.column()),
+        }
+    }
+}
+
+/// A snapshot of every live goroutine, ordered by id (Go's
+/// `runtime.Stack(buf, true)`, as data). Parked goroutines come with the frames
+/// where they wait.
+///
+/// Nothing is stopped: each goroutine is looked at in turn, so the snapshot is
+/// not one instant. A parked goroutine is held for the moment its frames take
+/// to record, and one that is woken meanwhile runs right after. The calling
+/// goroutine shows as running. Called from a goroutine, the collection runs as a
+/// [`blocking`](fn@crate::blocking) call.
+///
+/// ```
+/// let (tx, rx) = goro::chan::bounded::<()>(0);
+/// let h = goro::go!(goro::Builder::new().name("waiter"), move || rx.recv())?;
+/// while !goro::runtime::goroutines()
+///     .iter()
+///     .any(|g| g.id() == h.id() && matches!(g.state(), goro::runtime::GoState::Waiting(_)))
+/// {
+///     goro::yield_now();
+/// }
+/// let me = goro::runtime::goroutines().into_iter().find(|g| g.id() == h.id()).unwrap();
+/// assert_eq!(me.name(), Some("waiter"));
+/// assert_eq!(me.state(), goro::runtime::GoState::Waiting(goro::runtime::WaitReason::ChanRecv));
+/// assert!(me.to_string().starts_with(&format!("goroutine {} \"waiter\" [chan receive]:", h.id())));
+/// drop(tx);
+/// # h.join().unwrap().unwrap_err();
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn goroutines() -> Vec<GoroutineInfo> {
+    on_dump_thread(collect_goroutines)
+}
+
+/// Writes every live goroutine ([`goroutines`]) and every plain thread waiting
+/// in a goro primitive (`thread "main" [sync.WaitGroup.Wait]:` and its frames),
+/// each followed by a blank line: the text Go prints on SIGQUIT or a deadlock.
+///
+/// ```
+/// let mut out = Vec::new();
+/// goro::runtime::write_goroutines(&mut out)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// # Errors
+/// Those of `w`.
+pub fn write_goroutines<W: io::Write + ?Sized>(w: &mut W) -> io::Result<()> {
+    w.write_all(dump_text().as_bytes())
+}
+
+/// The whole dump as text.
+pub(crate) fn dump_text() -> String {
+    on_dump_thread(|| {
+        let mut out = String::new();
+        for g in collect_goroutines() {
+            out.push_str(&format!("{g}\n\n"));
+        }
+        for t in thread_waits::waiting() {
+            let name = t
+                .thread
+                .name()
+                .map_or_else(|| format!("{:?}", t.thread.id()), str::to_owned);
+            out.push_str(&format!("thread {name:?} [{}", t.reason));
+            let minutes = t.since.elapsed().as_secs() / 60;
+            if minutes >= 1 {
+                out.push_str(&format!(", {minutes} minutes"));
+            }
+            out.push_str("]:\n");
+            if let Some(frames) = t.frames(THREAD_PATIENCE) {
+                out.push_str(&resolve(frames, Keep::Parked));
+            }
+            out.push('\n');
+        }
+        out
+    })
+}
+
+/// Runs `f` on a thread of its own with a large stack (resolving frames needs
+/// one), as a `blocking` call when the caller is a goroutine.
+fn on_dump_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    crate::blocking(|| {
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("goro-dump".into())
+                .stack_size(8 << 20)
+                .spawn_scoped(s, f)
+                .expect("goro: cannot start a thread for the goroutine dump")
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
+    })
+}
+
+fn collect_goroutines() -> Vec<GoroutineInfo> {
+    let now_ms = crate::runtime::sched::sched().nanotime() / 1_000_000;
+    let mut out: Vec<GoroutineInfo> = crate::runtime::task::allgs::all()
+        .into_iter()
+        .filter_map(|g| {
+            let snap = g.snapshot()?;
+            let captured = (snap.status == Status::Waiting).then(|| g.inspect(snap.id)).flatten();
+            Some(info(snap, captured, now_ms))
+        })
+        .collect();
+    out.sort_by_key(|g| g.id);
+    out
+}
+
+fn info(snap: Snapshot, captured: Option<Captured>, now_ms: u64) -> GoroutineInfo {
+    let state = match snap.status {
+        Status::Running => GoState::Running,
+        Status::Syscall => GoState::Blocking,
+        Status::Waiting => GoState::Waiting(snap.reason),
+        _ => GoState::Runnable,
+    };
+    let (parent, creator_thread) = match snap.creator {
+        c if c & CREATOR_THREAD_BIT != 0 => (None, Some(creators::thread_name(c))),
+        0 => (None, None),
+        id => (Some(GoId::from_raw(id)), None),
+    };
+    GoroutineInfo {
+        id: GoId::from_raw(snap.id),
+        name: snap.name,
+        state,
+        waiting_for: matches!(state, GoState::Waiting(_))
+            .then(|| Duration::from_millis(now_ms.saturating_sub(snap.wait_since_ms))),
+        created_at: snap.created_at,
+        parent,
+        creator_thread,
+        locked: snap.locked,
+        stack: captured.map(|c| resolve(c, Keep::Parked)),
+    }
+}
+
+/// Resolves and formats frames in Go's shape.
+fn resolve(captured: Captured, keep: Keep) -> String {
+    let all = captured.resolve();
+    let mut text = String::new();
+    frames::write_go(&mut text, frames::trim(&all, keep));
+    text
+}
