@@ -11,6 +11,18 @@ use crate::runtime::m::{current_g, current_m};
 use crate::runtime::ownership::{enter_syscall, exit_syscall};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
+/// Calls `f` in a function of its own. Thread-locals `f` touches then have their
+/// addresses computed inside this call, on this thread, rather than once in a
+/// caller that parks between two `blocking` calls and resumes elsewhere: what
+/// makes `blocking` the place where goroutine code may use thread-locals.
+#[inline(never)]
+fn out_of_line<R>(f: impl FnOnce() -> R) -> R {
+    let r = f();
+    // Not a tail call: `f`'s body stays inside this frame.
+    std::hint::black_box(());
+    r
+}
+
 /// Runs `f`, a call that may block its OS thread, without stalling the other
 /// goroutines of this goroutine's P.
 ///
@@ -74,7 +86,7 @@ where
     enter_syscall(m, g);
     // Caught so that the P is reclaimed (which may switch Gs) outside the unwind:
     // a G must not move to another thread while unwinding.
-    let result = catch_unwind(AssertUnwindSafe(f));
+    let result = catch_unwind(AssertUnwindSafe(|| out_of_line(f)));
     exit_syscall(m, g);
     // A G looping on short calls is not preempted inside them: sysmon's request
     // (it held its P 10 ms) is honoured here.

@@ -339,9 +339,19 @@ where
         let task = unsafe { t.cast::<Task<F, T>>().as_ref() };
         // SAFETY: as above: only this one call touches `f`.
         let f = unsafe { (*task.f.get()).take() }.expect("goro: goroutine body ran twice");
+        // SAFETY: `t` heads this task block (caller's contract).
+        let task_ref = unsafe { TaskRef::from_ptr(t) };
         let result = match no_stack {
             None => {
                 let result = catch_unwind(AssertUnwindSafe(|| __rust_begin_short_backtrace(f)));
+                // A detached G's result has no reader: it drops now, while the
+                // goroutine-locals its destructor may use still exist.
+                let result = if task_ref.lock().detached() {
+                    drop_caught(result);
+                    None
+                } else {
+                    Some(result)
+                };
                 // Its goroutine-locals drop here, on its own stack, before its
                 // result is published.
                 destroy_running();
@@ -349,12 +359,18 @@ where
             }
             Some(err) => {
                 drop(f);
-                Err(Box::new(format!("goro: cannot allocate a goroutine stack: {err}")) as Box<dyn Any + Send>)
+                // Whatever `f`'s destructors made (they ran on the M's stack).
+                destroy_running();
+                let msg = format!("goro: cannot allocate a goroutine stack: {err}");
+                if task_ref.lock().detached() {
+                    // Nobody will join it to see the error.
+                    report_detached_without_stack(&msg);
+                }
+                Some(Err(Box::new(msg) as Box<dyn Any + Send>))
             }
         };
         count_completed();
-        // SAFETY: `t` heads this task block (caller's contract).
-        task.head.slot.complete(unsafe { TaskRef::from_ptr(t) }, result);
+        task.head.slot.complete(task_ref, result);
     }
 
     /// # Safety
@@ -363,6 +379,22 @@ where
         // SAFETY: allocated as Box<Task<F, T>> in Builder::spawn (caller's contract).
         drop(unsafe { Box::from_raw(t.cast::<Task<F, T>>().as_ptr()) });
     }
+}
+
+/// Drops a result nobody will read; a panic in its destructor has been printed
+/// by the panic hook and goes no further (it must not unwind out of the G).
+fn drop_caught<T>(result: T) {
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(result)));
+}
+
+/// Says on stderr that a detached G never ran: no stack could be mapped for it.
+fn report_detached_without_stack(msg: &str) {
+    let (id, name) = current_g().map_or((0, String::new()), |g| {
+        // SAFETY: the G is this M's, being retired; its name does not change.
+        let name = unsafe { g.name() }.map(|n| format!(" {n:?}")).unwrap_or_default();
+        (g.id(), name)
+    });
+    eprintln!("goroutine {id}{name} did not run: {msg}");
 }
 
 /// Runs a goroutine's body. The name is std's marker for where a short
@@ -448,16 +480,19 @@ impl<T> JoinSlot<T> {
     }
 
     /// Called on the G's stack with its result.
-    fn complete(&self, task: TaskRef, result: std::thread::Result<T>) {
+    /// `None`: the G saw itself detached and dropped its result already
+    /// (detaching is final).
+    fn complete(&self, task: TaskRef, result: Option<std::thread::Result<T>>) {
         let lock = task.lock();
         if lock.detached() {
             drop(lock);
             // Nobody will read it: drop it here, on the G's own stack, so its
             // destructor runs as goroutine code (it may block), never on the
             // scheduler's stack.
-            drop(result);
+            drop_caught(result);
             return;
         }
+        let result = result.expect("goro: a result dropped as detached, then not detached");
         // SAFETY: we hold the slot lock.
         let waiter = unsafe {
             *self.result.get() = Some(result);

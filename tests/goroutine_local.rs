@@ -96,6 +96,99 @@ fn the_thread_local_reproduction_is_exact_with_local() {
     }
 }
 
+thread_local! {
+    /// A thread-local used the allowed way: only inside `blocking`.
+    static OWNER: Cell<i64> = const { Cell::new(0) };
+}
+
+/// Whether this thread's `OWNER` slot names this thread.
+#[inline(never)]
+fn owned_here(o: &Cell<i64>) -> bool {
+    // SAFETY: gettid(2) has no preconditions.
+    let me = i64::from(unsafe { libc::gettid() });
+    if o.get() == 0 {
+        o.set(me);
+    }
+    o.get() == me
+}
+
+/// A thread-local touched only inside `blocking`, with parks between the calls:
+/// each access reaches the slot of the thread it runs on. (`blocking` runs its
+/// closure out of line; inlined, optimised code reused the first call's address
+/// after the G moved.)
+#[test]
+fn thread_locals_inside_blocking_are_the_current_threads() {
+    common::init_procs(PROCS);
+    #[inline(never)]
+    fn body() -> u64 {
+        let mut wrong = 0;
+        for _ in 0..5_000 {
+            let a = goro::blocking(|| OWNER.with(owned_here));
+            goro::yield_now();
+            let b = goro::blocking(|| OWNER.with(owned_here));
+            wrong += u64::from(!a || !b);
+        }
+        wrong
+    }
+    let hs: Vec<_> = (0..8).map(|_| goro::go!(body)).collect();
+    for h in hs {
+        assert_eq!(
+            h.join().unwrap(),
+            0,
+            "a blocking call used another thread's thread-local"
+        );
+    }
+}
+
+/// Touches a goroutine-local when dropped.
+struct UsesLocalOnDrop(Arc<AtomicUsize>);
+
+impl Drop for UsesLocalOnDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(COUNT.get() as usize + 1, Ordering::SeqCst);
+    }
+}
+
+/// A detached G's result is dropped while its goroutine-locals still exist, and
+/// a result whose destructor panics takes down nothing.
+#[test]
+fn a_detached_result_drops_before_the_locals() {
+    common::init_procs(PROCS);
+    let seen = Arc::new(AtomicUsize::new(0));
+    let wg = WaitGroup::new();
+    for _ in 0..50 {
+        let (seen, guard) = (seen.clone(), wg.guard());
+        drop(goro::go!(move || {
+            let _guard = guard;
+            COUNT.set(4);
+            UsesLocalOnDrop(seen)
+        }));
+    }
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("a detached result's destructor panics");
+        }
+    }
+    for _ in 0..20 {
+        drop(goro::go!(|| PanicsOnDrop));
+    }
+    wg.wait();
+    // The results drop after the guards: wait for all 50 to have run.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while seen.load(Ordering::SeqCst) < 50 * 5 && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        50 * 5,
+        "a result's destructor saw a fresh or destroyed local"
+    );
+    // Every M is still there to run goroutines.
+    let hs: Vec<_> = (0..100).map(|i| goro::go!(move || i)).collect();
+    assert_eq!(hs.into_iter().map(|h| h.join().unwrap()).sum::<i32>(), 4950);
+}
+
 /// A value set on a plain thread is not seen by Gs, and a G's is not seen by
 /// the thread; inside `blocking` the G's own value is used.
 #[test]

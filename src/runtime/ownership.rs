@@ -214,6 +214,11 @@ pub(crate) fn take(
 /// The running G `g` enters a blocking call (Go's `entersyscall`): its P stays
 /// reserved for it (`Syscall`) but the M runs the call without one, as a plain
 /// thread as far as goro is concerned (waits inside block the thread).
+///
+/// Never inlined (nor is [`exit_syscall`]): both write the thread's current G,
+/// and inlined into a caller that parks between two `blocking` calls they could
+/// write another thread's.
+#[inline(never)]
 pub(crate) fn enter_syscall(m: &'static M, g: GRef) {
     if let Some(p) = enter_runtime(m) {
         super::p::bump(&p.syscalltick, 1);
@@ -231,6 +236,7 @@ pub(crate) fn enter_syscall(m: &'static M, g: GRef) {
 /// The blocking call returned (Go's `exitsyscall`): take the old P back if sysmon
 /// did not hand it away, else any idle P; else queue the G and let its M stop
 /// until the scheduler runs the G again.
+#[inline(never)]
 pub(crate) fn exit_syscall(m: &'static M, g: GRef) {
     enter(&m.depth);
     set_current_g(Some(g));

@@ -173,7 +173,9 @@ mod tests {
     #[test]
     fn godebug_parsing() {
         let mut warnings = Vec::new();
-        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1,deadlock=0", |w| warnings.push(w));
+        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1,deadlock=0", |w| {
+            warnings.push(w)
+        });
         assert_eq!(
             g,
             Godebug {

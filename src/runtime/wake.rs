@@ -161,6 +161,9 @@ pub(crate) fn stop_locked_m(m: &'static M) -> bool {
         drop_spinning(m);
         hand_off_p(m.release_p());
     }
+    // Its P may have been the last busy one (the deadlock check's trigger, as
+    // when an M idles in the scheduling loop).
+    super::monitor::deadlock::poke();
     sleep_for_p(m)
 }
 
