@@ -178,7 +178,8 @@ impl fmt::Display for GoroutineInfo {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn goroutines() -> Vec<GoroutineInfo> {
-    on_dump_thread(collect_goroutines)
+    let caller = crate::current();
+    on_dump_thread(move || collect_goroutines(caller))
 }
 
 /// Writes every live goroutine ([`goroutines`]) and every plain thread waiting
@@ -199,9 +200,10 @@ pub fn write_goroutines<W: io::Write + ?Sized>(w: &mut W) -> io::Result<()> {
 
 /// The whole dump as text.
 pub(crate) fn dump_text() -> String {
-    on_dump_thread(|| {
+    let caller = crate::current();
+    on_dump_thread(move || {
         let mut out = String::new();
-        for g in collect_goroutines() {
+        for g in collect_goroutines(caller) {
             out.push_str(&format!("{g}\n\n"));
         }
         for t in thread_waits::waiting() {
@@ -240,14 +242,20 @@ fn on_dump_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     })
 }
 
-fn collect_goroutines() -> Vec<GoroutineInfo> {
+/// Every live G; `caller`, the G asking (inside the `blocking` call the
+/// collection runs in), shows as running, as in Go.
+fn collect_goroutines(caller: Option<GoId>) -> Vec<GoroutineInfo> {
     let now_ms = crate::runtime::sched::sched().nanotime() / 1_000_000;
     let mut out: Vec<GoroutineInfo> = crate::runtime::task::allgs::all()
         .into_iter()
         .filter_map(|g| {
             let snap = g.snapshot()?;
             let captured = (snap.status == Status::Waiting).then(|| g.inspect(snap.id)).flatten();
-            Some(info(snap, captured, now_ms))
+            let mut info = info(snap, captured, now_ms);
+            if Some(info.id) == caller {
+                info.state = GoState::Running;
+            }
+            Some(info)
         })
         .collect();
     out.sort_by_key(|g| g.id);

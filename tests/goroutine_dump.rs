@@ -1,0 +1,242 @@
+//! The goroutine dump (`runtime::goroutines`, `write_goroutines`) and SIGQUIT:
+//! every live G with its name, state in Go's words, creator and call site, and
+//! where a parked G is parked; plain threads in goro waits; dumps taken while Gs
+//! are woken concurrently lose no wake-up.
+
+mod common;
+
+use goro::runtime::{goroutines, write_goroutines, GoState, WaitReason};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[inline(never)]
+fn parks_in_recv(rx: goro::chan::Receiver<u8>) -> u8 {
+    rx.recv().unwrap_or(0)
+}
+
+#[inline(never)]
+fn parks_on_mutex(m: Arc<goro::sync::Mutex<()>>) {
+    drop(m.lock());
+}
+
+/// Waits until goroutine `id` shows `state`.
+fn until_state(id: goro::GoId, state: GoState) -> goro::runtime::GoroutineInfo {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(g) = goroutines().into_iter().find(|g| g.id() == id && g.state() == state) {
+            return g;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "goroutine {id} never reached {state}"
+        );
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn the_dump_lists_every_g_with_state_creator_and_frames() {
+    let _w = common::watchdog("dump", Duration::from_secs(60));
+    let (tx, rx) = goro::chan::bounded::<u8>(0);
+    let receiver = goro::go!(goro::Builder::new().name("receiver"), move || parks_in_recv(rx)).unwrap();
+    let m = Arc::new(goro::sync::Mutex::new(()));
+    let held = m.lock();
+    let m2 = m.clone();
+    // A G spawned by a G: its parent is that G.
+    let (child_id_tx, child_id_rx) = goro::chan::bounded(1);
+    let parent = goro::go!(move || {
+        let child = goro::go!(move || parks_on_mutex(m2));
+        child_id_tx.send(child.id()).unwrap();
+        child.join().unwrap();
+    });
+    let child_id = child_id_rx.recv().unwrap();
+    let sleeper = goro::go!(|| goro::time::sleep(Duration::from_secs(3600)));
+
+    let r = until_state(receiver.id(), GoState::Waiting(WaitReason::ChanRecv));
+    assert_eq!(r.name(), Some("receiver"));
+    assert_eq!(r.parent(), None, "spawned by a plain thread");
+    assert_eq!(r.created_at().file(), "tests/goroutine_dump.rs");
+    let stack = r.stack().expect("a parked G's frames");
+    assert!(stack.contains("parks_in_recv"), "{stack}");
+    assert!(
+        !stack.contains("goro::runtime") && !stack.contains("corosensei"),
+        "{stack}"
+    );
+    assert!(r.waiting_for().is_some());
+    let text = r.to_string();
+    assert!(
+        text.starts_with(&format!("goroutine {} \"receiver\" [chan receive]:\n", receiver.id())),
+        "{text}"
+    );
+    assert!(text.contains("\ncreated by thread "), "{text}");
+
+    let c = until_state(child_id, GoState::Waiting(WaitReason::SyncMutexLock));
+    assert_eq!(c.parent(), Some(parent.id()));
+    assert!(c.stack().unwrap_or("").contains("parks_on_mutex"), "{:?}", c.stack());
+    assert!(c.to_string().contains(&format!(
+        "created by goroutine {} at tests/goroutine_dump.rs:",
+        parent.id()
+    )));
+    until_state(parent.id(), GoState::Waiting(WaitReason::Join));
+    until_state(sleeper.id(), GoState::Waiting(WaitReason::Sleep));
+
+    // A G asking for a dump sees itself running (not in the blocking call the
+    // collection is).
+    let me = goro::go!(|| {
+        let me = goro::current().unwrap();
+        goroutines().into_iter().find(|g| g.id() == me).map(|g| g.state())
+    });
+    assert_eq!(me.join().unwrap(), Some(GoState::Running));
+
+    // A plain thread in a goro wait is listed as a thread entry.
+    let (ttx, trx) = goro::chan::bounded::<u8>(0);
+    let t = std::thread::Builder::new()
+        .name("plain-waiter".into())
+        .spawn(move || trx.recv().unwrap())
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let mut out = Vec::new();
+        write_goroutines(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        if text.contains("thread \"plain-waiter\" [chan receive]:") {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "no thread entry:\n{text}");
+    };
+    assert!(
+        text.contains(&format!("goroutine {} \"receiver\" [chan receive]:", receiver.id())),
+        "{text}"
+    );
+    ttx.send(7).unwrap();
+    assert_eq!(t.join().unwrap(), 7);
+
+    // Everything still wakes up after being dumped.
+    tx.send(9).unwrap();
+    assert_eq!(receiver.join().unwrap(), 9);
+    drop(held);
+    parent.join().unwrap();
+    drop(sleeper);
+}
+
+/// Dumps taken over and over while Gs wake each other: a dump pins a parked G
+/// for a moment, and a waker that meets the pin waits it out; no wake-up is lost.
+#[test]
+fn dumps_during_ping_pong_lose_no_wake_up() {
+    let _w = common::watchdog("dump ping-pong", Duration::from_secs(120));
+    const PAIRS: usize = 16;
+    const ROUNDS: u32 = 20_000;
+    let hs: Vec<_> = (0..PAIRS)
+        .map(|_| {
+            let (atx, arx) = goro::chan::bounded::<u32>(0);
+            let (btx, brx) = goro::chan::bounded::<u32>(0);
+            let echo = goro::go!(move || {
+                for v in &arx {
+                    btx.send(v + 1).unwrap();
+                }
+            });
+            goro::go!(move || {
+                let mut v = 0;
+                for _ in 0..ROUNDS {
+                    atx.send(v).unwrap();
+                    v = brx.recv().unwrap();
+                }
+                drop(atx);
+                echo.join().unwrap();
+                v
+            })
+        })
+        .collect();
+    let mut dumps = 0;
+    while !hs.iter().all(|h| h.is_finished()) {
+        let mut sink = Vec::new();
+        write_goroutines(&mut sink).unwrap();
+        dumps += 1;
+    }
+    for h in hs {
+        assert_eq!(h.join().unwrap(), ROUNDS);
+    }
+    assert!(dumps > 0);
+}
+
+/// SIGQUIT prints the dump and exits with status 2, as Go does.
+#[test]
+fn sigquit_prints_the_dump_and_exits_2() {
+    if common::is_child() {
+        let (_tx, rx) = goro::chan::bounded::<u8>(0);
+        let h = goro::go!(goro::Builder::new().name("stuck"), move || parks_in_recv(rx)).unwrap();
+        until_state(h.id(), GoState::Waiting(WaitReason::ChanRecv));
+        // SAFETY: raising a signal at our own process.
+        unsafe { libc::raise(libc::SIGQUIT) };
+        std::thread::sleep(Duration::from_secs(30));
+        unreachable!("SIGQUIT must end the process");
+    }
+    let out = common::run_child("sigquit_prints_the_dump_and_exits_2", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("SIGQUIT: quit\n\n"), "{stderr}");
+    assert!(stderr.contains("\"stuck\" [chan receive]:\n"), "{stderr}");
+    assert!(stderr.contains("parks_in_recv"), "{stderr}");
+}
+
+static HANDLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn own_handler(_: libc::c_int) {
+    HANDLED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A SIGQUIT handler the program installed before the runtime started is left
+/// in place.
+#[test]
+fn a_programs_own_sigquit_handler_is_left_alone() {
+    if common::is_child() {
+        // SAFETY: installing a one-argument handler that only stores a flag.
+        unsafe { libc::signal(libc::SIGQUIT, own_handler as *const () as libc::sighandler_t) };
+        goro::go!(|| ()).join().unwrap(); // the runtime starts after
+                                          // SAFETY: raising a signal at our own process.
+        unsafe { libc::raise(libc::SIGQUIT) };
+        assert!(HANDLED.load(std::sync::atomic::Ordering::SeqCst));
+        println!("CHILD-HANDLED");
+        return;
+    }
+    let out = common::run_child("a_programs_own_sigquit_handler_is_left_alone", &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-HANDLED"));
+}
+
+/// A detached G whose stack cannot be mapped says so on stderr.
+#[test]
+fn a_detached_g_without_a_stack_says_so() {
+    if common::is_child() {
+        goro::go!(|| ()).join().unwrap();
+        // Address space for little more than what is mapped now: no room for a
+        // 1 GiB stack.
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let vm_kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmSize:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        let limit = libc::rlimit {
+            rlim_cur: (vm_kb << 10) + (256 << 20),
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: setrlimit with a valid struct.
+        unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
+        for _ in 0..4 {
+            drop(goro::go!(goro::Builder::new().name("huge").stack_size(1 << 30), || ()).unwrap());
+        }
+        // Each counts as finished once its failure is reported.
+        while goro::runtime::num_goroutine() > 0 {
+            std::thread::yield_now();
+        }
+        return;
+    }
+    let out = common::run_child("a_detached_g_without_a_stack_says_so", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("\"huge\" did not run: goro: cannot allocate a goroutine stack"),
+        "{stderr}"
+    );
+}
