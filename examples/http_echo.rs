@@ -8,6 +8,10 @@
 //! curl localhost:8080/stats            # the scheduler's counters, as JSON
 //! ```
 //!
+//! With `--debug`, `curl localhost:8080/debug/goroutines` shows every goroutine
+//! and where it waits (Go's pprof `goroutine?debug=2`); off by default, since a
+//! dump shows the server's internals to whoever asks.
+//!
 //! Keep-alive and pipelining; `POST` echoes the body (`Content-Length` or
 //! chunked), `GET /` answers a short text, `GET /stats` the runtime stats.
 //! Refused with the right status and the connection closed: a head over 16 KiB
@@ -34,15 +38,17 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-const USAGE: &str = "usage: http_echo [--addr HOST:PORT] [--procs N] [--idle-timeout SECS]
+const USAGE: &str = "usage: http_echo [--addr HOST:PORT] [--procs N] [--idle-timeout SECS] [--debug]
   --addr          address to listen on (default 127.0.0.1:8080; port 0 picks one)
   --procs         GOMAXPROCS (default: the GOMAXPROCS variable, else every CPU)
-  --idle-timeout  seconds a connection may send nothing before it is closed (default 30)";
+  --idle-timeout  seconds a connection may send nothing before it is closed (default 30)
+  --debug         serve GET /debug/goroutines, the goroutine dump";
 
 struct Options {
     addr: String,
     procs: Option<usize>,
     idle: Duration,
+    debug: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
@@ -50,6 +56,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
         addr: "127.0.0.1:8080".to_owned(),
         procs: None,
         idle: Duration::from_secs(30),
+        debug: false,
     };
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or(format!("{flag} needs a value"));
@@ -69,6 +76,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
                     _ => return Err(format!("--idle-timeout wants seconds > 0, not {v:?}")),
                 }
             }
+            "--debug" => opts.debug = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -87,6 +95,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if opts.debug {
+        routes::enable_debug();
+    }
     if let Some(n) = opts.procs {
         if let Err(e) = goro::runtime::Config::new().procs(n).init() {
             eprintln!("http_echo: {e}");

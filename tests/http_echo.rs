@@ -307,6 +307,27 @@ fn stats_are_json_with_the_runtime_counters() {
     assert!(v["spawned"].as_u64().unwrap() >= 2);
 }
 
+/// `--debug` serves the goroutine dump; without it the path is a 404.
+#[test]
+fn debug_goroutines_only_with_debug() {
+    let server = Server::start(&[]);
+    let mut r = BufReader::new(server.connect());
+    r.get_mut().write_all(get("/debug/goroutines").as_bytes()).unwrap();
+    assert_eq!(read_reply(&mut r).status, 404);
+
+    let server = Server::start(&["--debug"]);
+    let mut r = BufReader::new(server.connect());
+    r.get_mut().write_all(get("/debug/goroutines").as_bytes()).unwrap();
+    let reply = read_reply(&mut r);
+    assert_eq!(reply.status, 200);
+    let text = String::from_utf8(reply.body).unwrap();
+    // The accept loop waits on the poller; this connection's G is the one asking.
+    assert!(text.contains("[IO wait]:\n"), "{text}");
+    assert!(text.contains("accept_loop"), "{text}");
+    assert!(text.contains("[running]:\n"), "{text}");
+    server.assert_serves();
+}
+
 #[test]
 fn expect_100_continue_and_http_1_0() {
     let server = Server::start(&[]);
