@@ -346,7 +346,7 @@ where
                 let result = catch_unwind(AssertUnwindSafe(|| __rust_begin_short_backtrace(f)));
                 // A detached G's result has no reader: it drops now, while the
                 // goroutine-locals its destructor may use still exist.
-                let result = if task_ref.lock().detached() {
+                let result = if task_ref.detached_now() {
                     drop_caught(result);
                     None
                 } else {
@@ -362,7 +362,7 @@ where
                 // Whatever `f`'s destructors made (they ran on the M's stack).
                 destroy_running();
                 let msg = format!("goro: cannot allocate a goroutine stack: {err}");
-                if task_ref.lock().detached() {
+                if task_ref.detached_now() {
                     // Nobody will join it to see the error.
                     report_detached_without_stack(&msg);
                 }
@@ -664,6 +664,7 @@ impl<T> fmt::Debug for JoinHandle<T> {
 /// });
 /// waiter.join().unwrap();
 /// ```
+#[inline]
 pub fn yield_now() {
     match current_g() {
         // SAFETY: `g` is the G running this code.

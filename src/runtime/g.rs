@@ -247,8 +247,9 @@ pub(crate) struct G {
     /// itself, read by any scheduler that dequeues it.
     lockedm: AtomicPtr<super::m::M>,
     /// Set by the M once this G has switched out to park and its coroutine is
-    /// stored back; cleared before it is resumed. A dump may inspect a `Waiting` G
-    /// only when set (the status turns `Waiting` before the switch).
+    /// stored back; cleared by the G as it starts its next park, before its
+    /// status turns `Waiting` (which happens before the switch). A dump may
+    /// inspect a `Waiting` G only when set.
     off_cpu: AtomicBool,
     /// When it last parked, on the coarse clock ([`coarse_now_ms`]).
     wait_since: AtomicU64,
@@ -357,8 +358,13 @@ impl G {
         self.creator.store(spawn.creator, Ordering::Relaxed);
         self.created_at.set(spawn.at);
         // SAFETY: exclusive by the caller's contract; a dump reads the name only
-        // once it sees a live status, stored below.
-        unsafe { *self.name.get() = spawn.name };
+        // once it sees a live status, stored below. `finish` left `None` there:
+        // a write, not an assignment, so the recycled header's line is not read
+        // first (a cache miss on every spawn otherwise).
+        unsafe {
+            debug_assert!((*self.name.get()).is_none());
+            self.name.get().write(spawn.name);
+        }
         // SAFETY: exclusive by the caller's contract.
         let ctx = unsafe { self.ctx() };
         debug_assert!(ctx.coroutine.is_none() && ctx.task.is_none());
@@ -522,7 +528,7 @@ impl G {
     }
 
     /// Marks the G parked and off its stack (the M, after the switch), or about
-    /// to run again (the M, before the resume).
+    /// to park, still on its stack (the G, before its status turns `Waiting`).
     pub(crate) fn set_off_cpu(&self, v: bool) {
         self.off_cpu.store(v, Ordering::Release);
     }
@@ -701,27 +707,44 @@ impl G {
     ///
     /// # Safety
     /// Must be called by the currently running G on itself.
+    ///
+    /// Kept small enough to inline into the caller: every frame between the
+    /// stack switch and the G's own code costs a mispredicted return when the G
+    /// resumes (the CPU's return predictor holds the other stack's addresses).
+    /// The rare cases (a panic unwinding, a dump's inspection) are out of line.
+    #[inline(always)]
     pub(crate) unsafe fn switch_out(&self, switch: Switch) {
         // While a panic unwinds (a destructor parks), std counts the panic on this
         // thread and `catch_unwind` uncounts it on whichever thread the G is on
         // then: so the G stays on its M until it resumes, as if locked to it.
         // Otherwise that M would believe it is panicking forever and abort at its
         // next panic. The check is one relaxed load when nothing panics.
-        let pinned = std::thread::panicking();
-        if pinned {
-            super::lockosthread::lock_os_thread();
+        if std::thread::panicking() {
+            // SAFETY: the caller's contract.
+            return unsafe { self.switch_out_pinned(switch) };
         }
         // SAFETY: the caller's contract.
         unsafe { self.suspend(switch) };
-        if pinned {
-            super::lockosthread::unlock_os_thread();
-        }
+    }
+
+    /// [`G::switch_out`] while a panic unwinds: wired to this M until resumed.
+    ///
+    /// # Safety
+    /// As `switch_out`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn switch_out_pinned(&self, switch: Switch) {
+        super::lockosthread::lock_os_thread();
+        // SAFETY: the caller's contract.
+        unsafe { self.suspend(switch) };
+        super::lockosthread::unlock_os_thread();
     }
 
     /// [`G::switch_out`]'s switch.
     ///
     /// # Safety
     /// As `switch_out`.
+    #[inline(always)]
     unsafe fn suspend(&self, switch: Switch) {
         // SAFETY: the running G owns itself (caller's contract).
         let ctx = unsafe { self.ctx() };
@@ -736,14 +759,22 @@ impl G {
             // long as the coroutine runs, and we are running on it.
             unsafe { (*yielder).suspend(()) };
             // SAFETY: resumed, so this G owns itself again.
-            let ctx = unsafe { self.ctx() };
-            if !ctx.inspecting {
+            if !unsafe { self.ctx() }.inspecting {
                 return;
             }
             // A dump resumed us, on its own thread, to record where we are
             // parked; then we park on (`G::inspect`).
-            ctx.inspected = Some(capture());
+            self.record_inspection();
         }
+    }
+
+    /// Records this G's frames for a dump that resumed it (`G::inspect`).
+    #[cold]
+    #[inline(never)]
+    fn record_inspection(&self) {
+        let frames = capture();
+        // SAFETY: the dump resumed us and waits: this G owns itself.
+        unsafe { self.ctx() }.inspected = Some(frames);
     }
 }
 

@@ -296,6 +296,8 @@ impl<F: FnOnce()> Drop for OnDrop<F> {
 fn park_g<U>(g: GRef, reason: WaitReason, unlock: U) {
     g.set_wait_reason(reason);
     g.mark_wait_start();
+    // On its stack until the M says otherwise (after the switch).
+    g.set_off_cpu(false);
     g.owner_set_status(Status::Running, Status::Waiting);
     // The scheduler takes `unlock` out of this frame (a bitwise move) and drops it
     // on its own stack; here it must then never be dropped again.

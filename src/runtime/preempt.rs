@@ -8,13 +8,20 @@
 use super::m::{current_g, current_m};
 use std::sync::atomic::Ordering;
 
-/// Yields the running G if sysmon asked it to.
+/// Yields the running G if sysmon asked it to. Small enough to inline into
+/// every goro call; the yield itself is out of line.
 #[inline]
 pub(crate) fn check() {
     if let Some(m) = current_m() {
         if m.preempt.load(Ordering::Relaxed) && current_g().is_some() {
             m.preempt.store(false, Ordering::Relaxed);
-            crate::yield_now();
+            preempted();
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn preempted() {
+    crate::yield_now();
 }

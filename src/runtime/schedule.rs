@@ -195,7 +195,6 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
         // SAFETY: this M holds `p`; the reference dies in this closure.
         unsafe { p.local() }.stacks.get(&s.stacks, g.stack_size(), default_size)
     });
-    g.set_off_cpu(false);
     leave_runtime(m);
     // SAFETY: as above; the stack was asked for exactly when the G needed one.
     let outcome = unsafe { g.resume(first_stack) };

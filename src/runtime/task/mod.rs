@@ -172,6 +172,12 @@ impl TaskRef {
         }
     }
 
+    /// Has the handle been dropped? Detaching is final, so a `true` stays true;
+    /// a `false` may turn (the slot lock decides, in the G's `complete`).
+    pub(crate) fn detached_now(self) -> bool {
+        self.header().state.load(Ordering::Relaxed) & DETACHED != 0
+    }
+
     /// Has the body finished (its result stored)?
     pub(crate) fn finished(self) -> bool {
         self.header().state.load(Ordering::Acquire) & FINISHED != 0
