@@ -50,8 +50,9 @@
 //! A goroutine moves between OS threads when it parks, and optimised code may
 //! then touch the previous thread's thread-locals. So goroutine code uses no
 //! thread-local, its own or a library's, except inside
-//! [`blocking`](fn@blocking) or while [`runtime::lock_os_thread`] wires it to its
-//! thread; [`local!`] is the per-goroutine storage to use instead. The types
+//! [`blocking`](fn@blocking), or in a goroutine that [`runtime::lock_os_thread`]
+//! wired to its thread before its first park, while it stays wired; [`local!`]
+//! is the per-goroutine storage to use instead. The types
 //! cannot check this: [`spawn`](fn@spawn) and [`Builder::spawn`] are `unsafe fn`
 //! with the rule as their contract, and [`go!`] is safe to call but carries the
 //! same rule. goro is not sound against thread-locals.
@@ -101,8 +102,9 @@ pub mod __bench {
 /// **The thread-local rule, which the types cannot check:** the goroutine's code,
 /// and all it calls, uses no thread-local — its own or a library's
 /// (`thread_local!`, `std::thread::current()`, `rand::thread_rng()`,
-/// `std::io::stdout().lock()`) — except inside [`blocking`](fn@crate::blocking)
-/// or while [`runtime::lock_os_thread`] wires it to its thread. A goroutine moves
+/// `std::io::stdout().lock()`) — except inside [`blocking`](fn@crate::blocking),
+/// or in a goroutine that [`runtime::lock_os_thread`] wired to its thread before
+/// its first park, while it stays wired. A goroutine moves
 /// between threads at any park, and optimised code may then touch the previous
 /// thread's value (a data race). [`spawn`](fn@spawn)'s `# Safety` section says
 /// why and what is allowed; [`local!`] is the per-goroutine storage to use

@@ -106,13 +106,18 @@ impl fmt::Display for GoId {
 /// holding a reference across a park" prevents this, so the rule is:
 ///
 /// **`f`, and all it calls, uses no thread-local — its own or a library's —
-/// except inside [`blocking`](fn@crate::blocking), or while
-/// [`lock_os_thread`](crate::runtime::lock_os_thread) wires the goroutine to its
-/// thread.** That covers `thread_local!` statics, `std::thread::current()`,
+/// except inside [`blocking`](fn@crate::blocking), or after
+/// [`lock_os_thread`](crate::runtime::lock_os_thread) wired the goroutine to its
+/// thread before its first park, for as long as it stays wired.** (A goroutine
+/// wired only later may already have parked with a thread-local's address
+/// computed: the compiler may compute it once, on entry to a function.) That
+/// covers `thread_local!` statics, `std::thread::current()`,
 /// `rand::thread_rng()`, an `Rc` or guard obtained from a thread-local, and
 /// `std::io::stdout().lock()` (its re-entrant lock knows its owner by thread).
-/// std's `print!` family and `panic!` are fine: their thread-local accesses
-/// happen inside std's own compiled functions, which return without parking.
+/// std's `print!` family and `panic!` make their thread-local accesses inside
+/// std's own functions, which return without parking; goro's tests use them in
+/// goroutines in release and fat-LTO builds. That is an observation of what the
+/// compiler does, not a guarantee from it.
 /// Use [`local!`](crate::local!) for per-goroutine state: its values follow
 /// their goroutine. `docs/SAFETY.md` explains the hazard and the alternatives.
 ///
@@ -201,7 +206,7 @@ impl Builder {
     /// 1 GiB: more makes [`Builder::spawn`] fail). Only the pages the goroutine
     /// touches use memory. Unlike Go's, goro's stacks do not grow: overflowing one
     /// hits a guard page and aborts the process with
-    /// `goroutine N stack overflow (stack size S)`.
+    /// `goroutine N "name" stack overflow (stack size S bytes)` and this remedy.
     ///
     /// ```
     /// // Deep recursion wants a big stack.
@@ -234,8 +239,9 @@ impl Builder {
     ///
     /// # Safety
     /// As [`spawn`]'s: `f`, and all it calls, uses no thread-local except inside
-    /// [`blocking`](fn@crate::blocking) or while
-    /// [`lock_os_thread`](crate::runtime::lock_os_thread) wires it to its thread.
+    /// [`blocking`](fn@crate::blocking), or after
+    /// [`lock_os_thread`](crate::runtime::lock_os_thread) wired it to its thread
+    /// before its first park, while it stays wired.
     #[track_caller]
     pub unsafe fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where

@@ -92,9 +92,11 @@ impl WaitGroup {
     ///
     /// `f` runs as a goroutine, so the thread-local rule of [`go!`](crate::go!)
     /// and [`spawn`](fn@crate::spawn) applies to it, unchecked by the types: `f`
-    /// uses no thread-local except inside [`blocking`](fn@crate::blocking) or while
-    /// [`lock_os_thread`](crate::runtime::lock_os_thread) wires it to its thread;
-    /// [`local!`](crate::local!) is the per-goroutine storage to use instead.
+    /// uses no thread-local except inside [`blocking`](fn@crate::blocking), or after
+    /// [`lock_os_thread`](crate::runtime::lock_os_thread) wired it before its first
+    /// park, while it stays wired; [`local!`](crate::local!) is the per-goroutine
+    /// storage to use instead. `wait` returns once every such closure has
+    /// returned; their goroutines' `local!` values may still be being dropped.
     ///
     /// ```
     /// let wg = goro::sync::WaitGroup::new();

@@ -427,9 +427,10 @@ pub fn tick(d: Duration) -> Receiver<Instant> {
 ///
 /// `f` runs as a goroutine, so the thread-local rule of [`go!`](crate::go!) and
 /// [`spawn`](fn@crate::spawn) applies to it, unchecked by the types: `f` uses no
-/// thread-local except inside [`blocking`](fn@crate::blocking) or while
-/// [`lock_os_thread`](crate::runtime::lock_os_thread) wires it to its thread;
-/// [`local!`](crate::local!) is the per-goroutine storage to use instead.
+/// thread-local except inside [`blocking`](fn@crate::blocking), or after
+/// [`lock_os_thread`](crate::runtime::lock_os_thread) wired it before its first
+/// park, while it stays wired; [`local!`](crate::local!) is the per-goroutine
+/// storage to use instead.
 ///
 /// [`Timer::stop`] cancels the call if it has not started (and returns `true`
 /// then); dropping the `Timer` does not. [`Timer::reset`] schedules `f` again, even
