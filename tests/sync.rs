@@ -371,6 +371,7 @@ fn semaphore_owned_permits_move_into_goroutines() {
     let p = Arc::clone(&sem).try_acquire_owned().unwrap();
     let others: Vec<_> = (0..2).map(|_| Arc::clone(&sem).try_acquire_owned().unwrap()).collect();
     assert!(Arc::clone(&sem).try_acquire_owned().is_none());
+    assert_eq!(sem.available_permits(), 0, "a failed try released a permit");
     drop(p);
     assert!(Arc::clone(&sem).try_acquire_owned().is_some());
     drop(others);

@@ -154,7 +154,13 @@ impl Semaphore {
     /// assert!(sem.try_acquire().is_some());
     /// ```
     pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
-        self.try_take().then_some(SemaphorePermit { sem: self })
+        // Not `then_some`: a permit built eagerly and discarded would release
+        // a permit never taken.
+        if self.try_take() {
+            Some(SemaphorePermit { sem: self })
+        } else {
+            None
+        }
     }
 
     /// Takes a permit of an `Arc`-shared semaphore if one is free now and nobody
@@ -170,7 +176,11 @@ impl Semaphore {
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
     pub fn try_acquire_owned(self: Arc<Self>) -> Option<OwnedSemaphorePermit> {
-        self.try_take().then(|| OwnedSemaphorePermit { sem: self })
+        if self.try_take() {
+            Some(OwnedSemaphorePermit { sem: self })
+        } else {
+            None
+        }
     }
 
     /// Takes a permit if one is free and nobody waits.
