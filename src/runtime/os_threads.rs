@@ -1,8 +1,10 @@
 //! The OS threads the runtime owns (Ms, sysmon, the template thread, the
-//! monitor), by kernel thread id. The deadlock check needs to tell them from the
+//! reporter), by kernel thread id. The deadlock check needs to tell them from the
 //! program's own threads: each registers when it starts and unregisters when it
 //! exits ([`register`]'s guard). Registration is once per thread, off every hot
-//! path.
+//! path. A thread exists before it registers, so a check may meanwhile see an
+//! unknown thread and find nothing: a thread that will not idle as an M pokes
+//! the check after registering (`monitor::deadlock::poke`).
 
 use std::sync::Mutex;
 

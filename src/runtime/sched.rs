@@ -101,8 +101,9 @@ pub(crate) fn start(config: Config) -> bool {
         Sched::new(config.resolve())
     });
     if ours {
-        super::sysmon::start(s);
+        // The reporter first: sysmon pokes it once running.
         super::monitor::deadlock::start(s);
+        super::sysmon::start(s);
     }
     ours
 }

@@ -185,6 +185,9 @@ pub(crate) fn start(s: &'static Sched) {
 
 fn run(s: &'static Sched) -> ! {
     let _runtime_thread = super::os_threads::register();
+    // As for every runtime thread that never idles as an M: a check that ran
+    // before this registration saw an unknown thread (`monitor::deadlock`).
+    super::monitor::deadlock::poke();
     let trace_ns = s.godebug.schedtrace_ms.saturating_mul(1_000_000);
     let mut next_trace = 0u64;
     let mut seen: Vec<Seen> = Vec::new();

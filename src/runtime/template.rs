@@ -55,6 +55,9 @@ pub(crate) fn spawn_via_template(m: &'static M, p: usize, spinning: bool) {
 /// The template thread's loop.
 fn serve() {
     let _runtime_thread = super::os_threads::register();
+    // A deadlock check that ran while this thread was not yet registered saw a
+    // thread it did not know, and found nothing: look again.
+    super::monitor::deadlock::poke();
     let mut requests = REQUESTS.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         while let Some(r) = requests.pop() {

@@ -1,5 +1,5 @@
 //! The deadlock report and SIGQUIT: Go's `fatal error: all goroutines are asleep
-//! - deadlock!` and its SIGQUIT dump, both printed by one monitor thread.
+//! - deadlock!` and its SIGQUIT dump, both printed by one reporter thread (`goro-reporter`).
 //!
 //! # When the report fires
 //! goro is a library: the process may run threads that know nothing of it, so
@@ -23,10 +23,12 @@
 //! # Who triggers the check
 //! [`poke`] runs when the last P goes idle and when a plain thread starts an
 //! untimed goro wait: the two events after which the conditions can first hold.
-//! It reads a few counters and, only if they allow a deadlock, wakes the monitor
-//! thread once (a flag keeps further pokes from writing until that check ends).
-//! The monitor thread blocks on a pipe that the pokes and the SIGQUIT handler
-//! write to; a check costs a `/proc` read and a look at every G header.
+//! It reads a few counters (untimed plain-thread waits, idle Ps, network
+//! waiters, every P's timer count) and, only if they allow a deadlock, wakes the
+//! reporter thread (a flag keeps pokes from writing again until that check has
+//! started). So a program that waits on a timer or a socket never wakes it. The
+//! reporter thread blocks on a pipe that the pokes and the SIGQUIT handler write
+//! to; a check costs a `/proc` read and a look at every G header.
 
 use crate::runtime::g::{Status, WaitReason};
 use crate::runtime::os_threads;
@@ -39,7 +41,7 @@ use std::time::Duration;
 /// The second look comes this long after the first.
 const SECOND_LOOK: Duration = Duration::from_millis(100);
 
-/// The pipe's write end (-1 before the monitor started).
+/// The pipe's write end (-1 before the reporter started).
 static PIPE_W: AtomicI32 = AtomicI32::new(-1);
 /// A check is requested or running: further pokes need not write.
 static REQUESTED: AtomicBool = AtomicBool::new(false);
@@ -47,7 +49,7 @@ static REQUESTED: AtomicBool = AtomicBool::new(false);
 const EVENT_CHECK: u8 = b'D';
 const EVENT_SIGQUIT: u8 = b'Q';
 
-/// Starts the monitor thread and, unless the program handles SIGQUIT itself,
+/// Starts the reporter thread and, unless the program handles SIGQUIT itself,
 /// the SIGQUIT handler. Called once, at the runtime's start.
 pub(crate) fn start(s: &'static Sched) {
     let mut fds = [0; 2];
@@ -61,10 +63,10 @@ pub(crate) fn start(s: &'static Sched) {
     }
     let [read_fd, write_fd] = fds;
     let spawned = std::thread::Builder::new()
-        .name("goro-monitor".into())
+        .name("goro-reporter".into())
         .spawn(move || serve(s, read_fd));
     if let Err(e) = spawned {
-        eprintln!("goro: no deadlock report or SIGQUIT dump: cannot start the monitor thread: {e}");
+        eprintln!("goro: no deadlock report or SIGQUIT dump: cannot start the reporter thread: {e}");
         return;
     }
     PIPE_W.store(write_fd, Ordering::Release);
@@ -76,10 +78,14 @@ pub(crate) fn poke() {
     let Some(s) = crate::runtime::sched::try_sched() else {
         return;
     };
+    if PIPE_W.load(Ordering::Acquire) < 0 {
+        return; // the reporter is not running (yet): nobody to wake
+    }
     if s.godebug.no_deadlock_report
         || !thread_waits::any_untimed()
         || (s.idle.npidle() as usize) < s.gomaxprocs()
         || crate::netpoll::waiters() > 0
+        || s.procs().any(|p| p.timers.len() > 0)
     {
         return;
     }
@@ -88,7 +94,7 @@ pub(crate) fn poke() {
     }
 }
 
-/// Writes one event byte to the monitor's pipe. Async-signal-safe.
+/// Writes one event byte to the reporter's pipe. Async-signal-safe.
 fn send(event: u8) {
     let fd = PIPE_W.load(Ordering::Acquire);
     if fd >= 0 {
@@ -124,7 +130,7 @@ fn install_sigquit() {
     }
 }
 
-/// The monitor thread: waits for events and handles them.
+/// The reporter thread: waits for events and handles them.
 fn serve(s: &'static Sched, read_fd: i32) {
     let _runtime_thread = os_threads::register();
     loop {
@@ -145,6 +151,10 @@ fn serve(s: &'static Sched, read_fd: i32) {
             die(&format!("SIGQUIT: quit\n\n{}", super::dump::dump_text()));
         }
         if events.contains(&EVENT_CHECK) {
+            // Cleared before the look: a poke from here on writes again. A poke
+            // that came before, and did not write, made its change (an idle P, a
+            // new wait) before its swap, which this swap reads: the look sees it.
+            REQUESTED.swap(false, Ordering::AcqRel);
             if let Some(first) = look(s) {
                 std::thread::sleep(SECOND_LOOK);
                 if look(s) == Some(first) {
@@ -154,10 +164,6 @@ fn serve(s: &'static Sched, read_fd: i32) {
                     ));
                 }
             }
-            REQUESTED.store(false, Ordering::Release);
-            // A poke that came during the check found REQUESTED set and did not
-            // write: look again if the counters allow a deadlock now.
-            poke();
         }
     }
 }
