@@ -34,9 +34,14 @@ pub(crate) struct Frame {
     /// The runtime's own code, the unwinder's or the coroutine switch's: left
     /// out of a parked goroutine's frames.
     pub(crate) internal: bool,
+    /// Any of goro's code (its wrappers between a body and its entry, such as
+    /// `WaitGroup::go`'s, are left out too).
+    pub(crate) in_goro: bool,
 }
 
-/// Where the runtime's sources are, as debug info names them.
+/// Where goro's sources are, as debug info names them.
+const GORO_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
+/// Where the runtime's sources are.
 const RUNTIME_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/runtime/");
 
 impl Captured {
@@ -52,18 +57,25 @@ impl Captured {
                     line: None,
                     col: None,
                     internal: false,
+                    in_goro: false,
                 });
             }
             for s in f.symbols() {
                 let name = s.name().map_or_else(|| "<unknown>".to_string(), |n| format!("{n:#}"));
                 // Inlined frames carry short names: their files tell where they are.
                 let internal = is_internal(&name, s.filename());
+                let in_goro = internal
+                    || name.starts_with("goro::")
+                    || s.filename()
+                        .and_then(Path::to_str)
+                        .is_some_and(|f| f.starts_with(GORO_SRC));
                 out.push(Frame {
                     name,
                     file: s.filename().map(shorten),
                     line: s.lineno(),
                     col: s.colno(),
                     internal,
+                    in_goro,
                 });
             }
         }
@@ -117,8 +129,9 @@ pub(crate) fn trim(frames: &[Frame], keep: Keep) -> &[Frame] {
         }
     }
     let mut end = end;
-    // The closure-call shims between the body and the entry marker.
-    while end > start && frames[end - 1].internal {
+    // The closure-call shims and goro's wrappers between the body and the
+    // entry marker.
+    while end > start && frames[end - 1].in_goro {
         end -= 1;
     }
     &frames[start..end]
@@ -187,6 +200,7 @@ mod tests {
             line: None,
             col: None,
             internal: is_internal(name, None),
+            in_goro: name.starts_with("goro::"),
         }
     }
 
