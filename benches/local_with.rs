@@ -19,32 +19,29 @@ goro::local! {
     static GORO: Cell<u64> = Cell::new(0);
 }
 
-fn std_loop(iters: u64) -> Duration {
-    let key = black_box(&STD_LAZY);
+/// Runs `op` `iters` times; the time it took.
+fn timed(iters: u64, mut op: impl FnMut()) -> Duration {
     let t = Instant::now();
     for _ in 0..iters {
-        key.with(|c| c.set(black_box(c.get() + 1)));
+        op();
     }
     t.elapsed()
 }
 
+fn std_loop(iters: u64) -> Duration {
+    let key = black_box(&STD_LAZY);
+    timed(iters, || key.with(|c| c.set(black_box(c.get() + 1))))
+}
+
 fn goro_loop(iters: u64) -> Duration {
     let key = black_box(&GORO);
-    let t = Instant::now();
-    for _ in 0..iters {
-        key.with(|c| c.set(black_box(c.get() + 1)));
-    }
-    t.elapsed()
+    timed(iters, || key.with(|c| c.set(black_box(c.get() + 1))))
 }
 
 /// A thread-local reached the allowed way from a goroutine: inside `blocking`.
 fn std_in_blocking_loop(iters: u64) -> Duration {
     let key = black_box(&STD_LAZY);
-    let t = Instant::now();
-    for _ in 0..iters {
-        goro::blocking(|| key.with(|c| c.set(black_box(c.get() + 1))));
-    }
-    t.elapsed()
+    timed(iters, || goro::blocking(|| key.with(|c| c.set(black_box(c.get() + 1)))))
 }
 
 /// Two goroutines handing a token back and forth; with `locked`, each is wired
