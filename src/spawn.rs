@@ -147,6 +147,36 @@ where
         .expect("spawn with default settings cannot fail")
 }
 
+/// Where a G comes from, for dumps: the call site and who made the call.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Origin {
+    at: &'static Location<'static>,
+    /// See `runtime::g::CREATOR_THREAD_BIT`.
+    creator: u64,
+}
+
+impl Origin {
+    /// The caller's call site (through `#[track_caller]` frames) and context.
+    #[track_caller]
+    pub(crate) fn here() -> Origin {
+        Origin {
+            at: Location::caller(),
+            creator: creator(),
+        }
+    }
+}
+
+/// Starts `f` as a G that dumps show as made at `origin` (a timer's
+/// `after_func`, which spawns when it fires, not where it was called).
+pub(crate) fn go_from<F>(origin: Origin, f: F) -> JoinHandle<()>
+where
+    F: FnOnce() + Send + 'static,
+{
+    Builder::new()
+        .start_from(origin, f)
+        .expect("spawn with default settings cannot fail")
+}
+
 /// [`go!`](crate::go!)`(builder, f)`: [`Builder::spawn`] as a safe call, under
 /// the rule of [`spawn`]'s `# Safety` section, which the types cannot check.
 #[doc(hidden)]
@@ -259,6 +289,15 @@ impl Builder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.start_from(Origin::here(), f)
+    }
+
+    /// [`Builder::start`] for a G made on behalf of `origin`.
+    fn start_from<F, T>(self, origin: Origin, f: F) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
         if let Some(size) = self.stack_size {
             if size > MAX_STACK_SIZE {
                 return Err(io::Error::new(
@@ -281,8 +320,8 @@ impl Builder {
         let spawn = Spawn {
             name: self.name.map(String::into_boxed_str),
             stack_size,
-            creator: creator(),
-            at: Location::caller(),
+            creator: origin.creator,
+            at: origin.at,
         };
         // One runtime section: the G's id, header and queue all come from the P
         // this M holds, which cannot be taken away meanwhile.

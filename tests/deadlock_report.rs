@@ -32,6 +32,8 @@ const DEADLOCKS: &[(&str, Scenario)] = &[
     ),
     ("waitgroup_never_done", waitgroup_never_done),
     ("locked_g_waits_forever", locked_g_waits_forever),
+    ("stopped_timers_do_not_delay_it", stopped_timers_do_not_delay_it),
+    ("a_thread_lingers_then_exits", a_thread_lingers_then_exits),
 ];
 
 /// Scenarios that only look stuck for a while: the report must not fire.
@@ -235,6 +237,34 @@ fn locked_g_waits_forever() {
     })
     .join()
     .unwrap();
+}
+
+fn stopped_timers_do_not_delay_it() {
+    // Stopped, superseded and abandoned timers stay in the heap until their
+    // deadline: they must not count as pending.
+    let t = goro::time::Timer::new(Duration::from_secs(3600));
+    assert!(t.stop());
+    let tick = goro::time::Ticker::new(Duration::from_secs(3600));
+    tick.stop();
+    let (_tx, rx) = goro::chan::bounded::<u32>(0);
+    goro::select! {
+        recv(goro::time::after(Duration::from_millis(1))) -> _ => {},
+        recv(goro::time::after(Duration::from_secs(3600))) -> _ => {},
+    }
+    rx.recv().unwrap();
+}
+
+fn a_thread_lingers_then_exits() {
+    // A thread goro does not know keeps the report back while it lives; after
+    // it exits, the report comes without any further goro event.
+    let (tx, rx) = goro::chan::bounded::<u32>(1);
+    let _kept = tx.clone(); // the channel stays open: nobody will send again
+    std::thread::spawn(move || {
+        tx.send(1).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    rx.recv().unwrap();
+    rx.recv().unwrap();
 }
 
 // ---- scenarios that only look stuck ----

@@ -78,6 +78,20 @@ fn the_dump_lists_every_g_with_state_creator_and_frames() {
         parent.id()
     )));
     until_state(parent.id(), GoState::Waiting(WaitReason::Join));
+
+    // A G started by a timer shows where `after_func` was called, and by whom.
+    let (af_tx, af_rx) = goro::chan::bounded::<goro::GoId>(1);
+    let (hold_tx, hold_rx) = goro::chan::bounded::<()>(0);
+    let after_func_line = line!() + 1;
+    let _t = goro::time::after_func(Duration::from_millis(1), move || {
+        af_tx.send(goro::current().unwrap()).unwrap();
+        let _ = hold_rx.recv();
+    });
+    let af = until_state(af_rx.recv().unwrap(), GoState::Waiting(WaitReason::ChanRecv));
+    assert_eq!(af.created_at().file(), "tests/goroutine_dump.rs");
+    assert_eq!(af.created_at().line(), after_func_line);
+    assert_eq!(af.parent(), None);
+    drop(hold_tx);
     until_state(sleeper.id(), GoState::Waiting(WaitReason::Sleep));
 
     // A G asking for a dump sees itself running (not in the blocking call the

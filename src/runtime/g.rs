@@ -487,9 +487,12 @@ impl G {
     /// dump holds it for the time one backtrace takes.
     pub(crate) fn cas_status(&self, from: Status, to: Status) {
         loop {
+            // Acquire: after a dump's inspection (`SCAN` cleared with
+            // Release) the waker, which then owns the G, sees its context as
+            // the dump left it.
             match self
                 .status
-                .compare_exchange(from as u8, to as u8, Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange(from as u8, to as u8, Ordering::Acquire, Ordering::Relaxed)
             {
                 Ok(_) => return,
                 Err(actual) if actual == from as u8 | SCAN => std::thread::yield_now(),
@@ -552,11 +555,14 @@ impl G {
         {
             return None;
         }
-        let room = self
-            .resume_sp
-            .load(Ordering::Relaxed)
-            .saturating_sub(self.guard.get().1);
-        let captured = if self.id() == id && self.off_cpu.load(Ordering::Acquire) && room >= INSPECT_ROOM {
+        // `off_cpu` first: its Acquire makes this park's `resume_sp` visible.
+        let parked = self.id() == id && self.off_cpu.load(Ordering::Acquire);
+        let room = || {
+            self.resume_sp
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.guard.get().1)
+        };
+        let captured = if parked && room() >= INSPECT_ROOM {
             // SAFETY: the G is parked, off its stack (its coroutine stored back)
             // and pinned by SCAN: no M may resume it until we clear the bit, so
             // this thread owns it.
@@ -803,8 +809,12 @@ pub(crate) struct GRef(NonNull<G>);
 // records, which synchronise with release/acquire; the owner-only fields are touched
 // by one thread at a time (module docs). The G's body is `Send`.
 unsafe impl Send for GRef {}
-// SAFETY: shared access through &G only reads atomics, immutable fields and the
-// `guard` cell, which only the thread running the G touches.
+// SAFETY: shared access through &G reads atomics and fields whose writers and
+// readers are ordered by a protocol: `guard` is written by the thread running
+// the G and read by it or by a dump holding the G pinned (`SCAN`); `name`,
+// `creator` and `created_at` are written before the G is published and read
+// under `meta` (`G::snapshot`); the context is the owner's (module docs), and a
+// dump owns it only while the G is pinned and off its stack (`G::inspect`).
 unsafe impl Sync for GRef {}
 
 impl GRef {

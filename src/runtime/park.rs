@@ -106,7 +106,7 @@ impl ThreadWaiter {
         }
     }
 
-    fn is_woken(&self) -> bool {
+    pub(crate) fn is_woken(&self) -> bool {
         self.woken.load(Ordering::Acquire)
     }
 
@@ -122,11 +122,11 @@ impl ThreadWaiter {
     /// Blocks until [`ThreadWaiter::wake`], listed meanwhile as a waiting
     /// thread (`thread_waits`) for dumps and the deadlock check.
     #[cfg(not(loom))]
-    fn sleep(&self, reason: WaitReason) {
+    fn sleep(self: &Arc<Self>, reason: WaitReason) {
         if self.is_woken() {
             return;
         }
-        let listed = super::thread_waits::register(reason, false);
+        let listed = super::thread_waits::register(self.clone(), reason, false);
         while !self.is_woken() {
             std::thread::park();
             listed.answer();
@@ -139,7 +139,7 @@ impl ThreadWaiter {
     }
 
     #[cfg(loom)]
-    fn sleep(&self, _reason: WaitReason) {
+    fn sleep(self: &Arc<Self>, _reason: WaitReason) {
         lot::wait_until(|| self.is_woken());
     }
 }
@@ -243,9 +243,9 @@ impl Parker {
 /// [`TIMED_OUT`] once `timeout` has passed (and if someone else won the claim
 /// meanwhile, sleeps on until that winner's wake-up).
 #[cfg(not(loom))]
-fn park_thread_timeout(t: &ThreadWaiter, reason: WaitReason, claim: &Claim, timeout: Duration) {
+fn park_thread_timeout(t: &Arc<ThreadWaiter>, reason: WaitReason, claim: &Claim, timeout: Duration) {
     let deadline = std::time::Instant::now().checked_add(timeout);
-    let listed = super::thread_waits::register(reason, deadline.is_some());
+    let listed = super::thread_waits::register(t.clone(), reason, deadline.is_some());
     while !t.is_woken() {
         listed.answer();
         match deadline {
@@ -267,7 +267,7 @@ fn park_thread_timeout(t: &ThreadWaiter, reason: WaitReason, claim: &Claim, time
 /// and the model explores every order of that claim against the wakers' (a waker
 /// that won first is waited for, as in the real thing).
 #[cfg(loom)]
-fn park_thread_timeout(t: &ThreadWaiter, _reason: WaitReason, claim: &Claim, _timeout: Duration) {
+fn park_thread_timeout(t: &Arc<ThreadWaiter>, _reason: WaitReason, claim: &Claim, _timeout: Duration) {
     if !t.is_woken() && claim.try_claim(TIMED_OUT) {
         return;
     }

@@ -35,6 +35,11 @@ impl<V> QuadHeap<V> {
         self.sift_up(self.items.len() - 1);
     }
 
+    /// Whether any item passes `test` (in no particular order).
+    pub(crate) fn any(&self, mut test: impl FnMut(Key, &V) -> bool) -> bool {
+        self.items.iter().any(|(k, v)| test(*k, v))
+    }
+
     /// Removes the smallest key.
     pub(crate) fn pop(&mut self) -> Option<(Key, V)> {
         let last = self.items.pop()?;

@@ -140,7 +140,9 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
 fn report_overflow(id: u64, name: Option<&str>, stack_size: usize) -> ! {
     let mut buf = [0u8; 512];
     let mut len = 0;
+    // Cut a long name so the size and the remedy always fit.
     let (open, name, close) = match name {
+        Some(n) if n.len() > NAME_MAX => (" \"", &n[..floor_char_boundary(n, NAME_MAX)], "...\""),
         Some(n) => (" \"", n, "\""),
         None => ("", "", ""),
     };
@@ -162,6 +164,17 @@ fn report_overflow(id: u64, name: Option<&str>, stack_size: usize) -> ! {
         libc::write(2, buf.as_ptr().cast(), len);
         libc::abort();
     }
+}
+
+/// The longest name an overflow report prints (bytes).
+const NAME_MAX: usize = 128;
+
+/// The largest char boundary of `s` at or below `i`.
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 /// The second line of an overflow report.

@@ -10,6 +10,7 @@
 
 use super::g::WaitReason;
 use super::monitor::frames::{capture, Captured};
+use super::park::ThreadWaiter;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,6 +25,8 @@ pub(crate) struct Entry {
     pub(crate) since: Instant,
     /// The wait ends by itself at a deadline.
     pub(crate) timed: bool,
+    /// The wait's own record: a thread woken but not yet run is not asleep.
+    waiter: Arc<ThreadWaiter>,
     /// A dump asks for the thread's frames.
     wanted: AtomicBool,
     frames: Mutex<Option<Captured>>,
@@ -63,9 +66,10 @@ impl Registered {
     }
 }
 
-/// Registers the calling plain thread's wait.
-pub(crate) fn register(reason: WaitReason, timed: bool) -> Registered {
+/// Registers the calling plain thread's wait on `waiter`.
+pub(crate) fn register(waiter: Arc<ThreadWaiter>, reason: WaitReason, timed: bool) -> Registered {
     let entry = Arc::new(Entry {
+        waiter,
         tid: this_tid(),
         thread: std::thread::current(),
         reason,
@@ -104,6 +108,11 @@ pub(crate) fn any_untimed() -> bool {
 }
 
 impl Entry {
+    /// Woken already (it may not have run since, and still be listed).
+    pub(crate) fn woken(&self) -> bool {
+        self.waiter.is_woken()
+    }
+
     /// Asks the waiting thread for its frames and waits up to `patience` for
     /// them; `None` if it did not answer (it was woken meanwhile, or is slow).
     pub(crate) fn frames(&self, patience: std::time::Duration) -> Option<Captured> {

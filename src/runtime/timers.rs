@@ -184,6 +184,17 @@ impl Timers {
         self.len.load(Ordering::Relaxed)
     }
 
+    /// Whether any timer in the heap would still do something when it fires
+    /// (stopped and superseded ones stay until compaction or their deadline).
+    /// O(n) under the heap's lock: for the deadlock check, not a hot path.
+    pub(crate) fn any_live(&self) -> bool {
+        if self.len() == 0 {
+            return false;
+        }
+        let h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
+        h.entries.any(|(when, _), action| action.is_live(when))
+    }
+
     /// Adds a timer firing at `when`; returns the dead timers it compacted away.
     pub(crate) fn add(&self, when: u64, action: Action) -> DeadTimers {
         let mut h = self.heap.lock().unwrap_or_else(|e| e.into_inner());

@@ -23,6 +23,7 @@
 use crate::chan::{self, Receiver, Sender};
 use crate::runtime::sched::sched;
 use crate::runtime::timers::{add_timer, Action, Fire};
+use crate::spawn::Origin;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -32,8 +33,9 @@ use std::time::{Duration, Instant};
 enum Kind {
     /// Send the time (a timer's or ticker's channel).
     Send(Sender<Instant>),
-    /// Run the function in a new goroutine (`after_func`).
-    Func(Arc<dyn Fn() + Send + Sync>),
+    /// Run the function in a new goroutine (`after_func`), shown in dumps as
+    /// made where `after_func` was called.
+    Func(Arc<dyn Fn() + Send + Sync>, Origin),
 }
 
 struct State {
@@ -100,7 +102,7 @@ impl Inner {
         self.publish(st);
         let unreceived = match &self.kind {
             Kind::Send(tx) => drain(tx),
-            Kind::Func(_) => false,
+            Kind::Func(..) => false,
         };
         was_active || unreceived
     }
@@ -132,12 +134,12 @@ impl Fire for Inner {
                     add_timer(st.when, Action::Fire(self.clone(), st.seq));
                 }
             }
-            Kind::Func(f) => {
+            Kind::Func(f, origin) => {
                 st.active = false;
                 self.publish(&st);
-                let f = f.clone();
+                let (f, origin) = (f.clone(), *origin);
                 drop(st);
-                drop(crate::spawn::go(move || f()));
+                drop(crate::spawn::go_from(origin, move || f()));
             }
         }
     }
@@ -146,7 +148,7 @@ impl Fire for Inner {
         self.armed.load(Ordering::Acquire) == seq
             && match &self.kind {
                 Kind::Send(tx) => tx.has_receivers(),
-                Kind::Func(_) => true,
+                Kind::Func(..) => true,
             }
     }
 }
@@ -445,11 +447,12 @@ pub fn tick(d: Duration) -> Receiver<Instant> {
 /// });
 /// assert_eq!(rx.recv(), Ok("ran"));
 /// ```
+#[track_caller]
 pub fn after_func<F>(d: Duration, f: F) -> Timer
 where
     F: Fn() + Send + Sync + 'static,
 {
-    let inner = Inner::new(Kind::Func(Arc::new(f)), 0);
+    let inner = Inner::new(Kind::Func(Arc::new(f), Origin::here()), 0);
     inner.arm(&mut inner.lock(), d);
     Timer {
         inner,

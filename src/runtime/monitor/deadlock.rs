@@ -11,10 +11,13 @@
 //! - every thread of the process (`/proc/self/task`) is one of the runtime's
 //!   (`os_threads`) or a plain thread in a goro wait without a deadline
 //!   (`thread_waits`), and at least one is the latter;
+//! - no waiting plain thread has been woken (it may not have run yet);
 //! - every P is idle and every run queue empty;
 //! - every live G is parked, none in a sleep that never ends (Go keeps a timer
 //!   for it, so Go does not report it either);
-//! - no timer is pending and no G waits on the network.
+//! - no live timer is pending (stopped, superseded and abandoned ones, which
+//!   stay in the heap until compaction or their deadline, do not count) and no
+//!   G waits on the network.
 //!
 //! A G wired to its thread counts like any other G, and its idle M as a runtime
 //! thread (Go's `nmidlelocked`). If `/proc` cannot be read, nothing is reported.
@@ -28,7 +31,11 @@
 //! reporter thread (a flag keeps pokes from writing again until that check has
 //! started). So a program that waits on a timer or a socket never wakes it. The
 //! reporter thread blocks on a pipe that the pokes and the SIGQUIT handler write
-//! to; a check costs a `/proc` read and a look at every G header.
+//! to. A look tests the cheap conditions first, then `/proc`, then every G
+//! header's status; looks are at least 10 ms apart. When only threads goro does
+//! not know stand in the way, it looks again after 100 ms, doubling to 1 s, for
+//! as long as nothing else changes: such a thread may exit without any event
+//! goro would see.
 
 use crate::runtime::g::{Status, WaitReason};
 use crate::runtime::os_threads;
@@ -40,6 +47,12 @@ use std::time::Duration;
 
 /// The second look comes this long after the first.
 const SECOND_LOOK: Duration = Duration::from_millis(100);
+/// Looks are at least this far apart (pokes meanwhile coalesce).
+const MIN_LOOK_GAP: Duration = Duration::from_millis(10);
+/// While only unknown threads block the report: the first retry's delay,
+/// doubling up to the last.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(1);
 
 /// The pipe's write end (-1 before the reporter started).
 static PIPE_W: AtomicI32 = AtomicI32::new(-1);
@@ -85,7 +98,7 @@ pub(crate) fn poke() {
         || !thread_waits::any_untimed()
         || (s.idle.npidle() as usize) < s.gomaxprocs()
         || crate::netpoll::waiters() > 0
-        || s.procs().any(|p| p.timers.len() > 0)
+        || s.procs().any(|p| p.timers.any_live())
     {
         return;
     }
@@ -124,7 +137,8 @@ fn install_sigquit() {
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_sigquit as *const () as usize;
-        action.sa_flags = libc::SA_RESTART;
+        // On the alternate stack: a goroutine's stack may be the one running.
+        action.sa_flags = libc::SA_RESTART | libc::SA_ONSTACK;
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(libc::SIGQUIT, &action, std::ptr::null_mut());
     }
@@ -133,38 +147,60 @@ fn install_sigquit() {
 /// The reporter thread: waits for events and handles them.
 fn serve(s: &'static Sched, read_fd: i32) {
     let _runtime_thread = os_threads::register();
+    // While a thread goro does not know blocks the report, look again now and
+    // then: it may exit or start a goro wait (which pokes), or linger.
+    let mut retry: Option<Duration> = None;
+    let mut last_look = std::time::Instant::now() - MIN_LOOK_GAP;
     loop {
         let mut pfd = libc::pollfd {
             fd: read_fd,
             events: libc::POLLIN,
             revents: 0,
         };
-        // SAFETY: one valid pollfd; -1 waits without a timeout.
-        if unsafe { libc::poll(&mut pfd, 1, -1) } < 0 {
+        let timeout = retry.map_or(-1, |d| d.as_millis() as libc::c_int);
+        // SAFETY: one valid pollfd and a timeout in ms (-1: none).
+        let ready = unsafe { libc::poll(&mut pfd, 1, timeout) };
+        if ready < 0 {
             continue; // EINTR
         }
-        let mut buf = [0u8; 64];
-        // SAFETY: reading into a buffer of that size.
-        let n = unsafe { libc::read(read_fd, buf.as_mut_ptr().cast(), buf.len()) };
-        let events = &buf[..usize::try_from(n).unwrap_or(0)];
+        let mut events = [0u8; 64];
+        let n = if ready > 0 {
+            // SAFETY: reading into a buffer of that size.
+            unsafe { libc::read(read_fd, events.as_mut_ptr().cast(), events.len()) }
+        } else {
+            0
+        };
+        let events = &events[..usize::try_from(n).unwrap_or(0)];
         if events.contains(&EVENT_SIGQUIT) {
             die(&format!("SIGQUIT: quit\n\n{}", super::dump::dump_text()));
         }
-        if events.contains(&EVENT_CHECK) {
-            // Cleared before the look: a poke from here on writes again. A poke
-            // that came before, and did not write, made its change (an idle P, a
-            // new wait) before its swap, which this swap reads: the look sees it.
-            REQUESTED.swap(false, Ordering::AcqRel);
-            if let Some(first) = look(s) {
-                std::thread::sleep(SECOND_LOOK);
-                if look(s) == Some(first) {
-                    die(&format!(
-                        "fatal error: all goroutines are asleep - deadlock!\n\n{}",
-                        super::dump::dump_text()
-                    ));
-                }
-            }
+        let retry_due = ready == 0 && retry.is_some();
+        if !events.contains(&EVENT_CHECK) && !retry_due {
+            continue;
         }
+        // At most one look per MIN_LOOK_GAP: pokes meanwhile coalesce.
+        std::thread::sleep(MIN_LOOK_GAP.saturating_sub(last_look.elapsed()));
+        // Cleared before the look: a poke from here on writes again. A poke
+        // that came before, and did not write, made its change (an idle P, a
+        // new wait) before its swap, which this swap reads: the look sees it.
+        REQUESTED.swap(false, Ordering::AcqRel);
+        last_look = std::time::Instant::now();
+        retry = match look(s) {
+            Look::Dead(first) => {
+                std::thread::sleep(SECOND_LOOK);
+                if let Look::Dead(second) = look(s) {
+                    if second == first {
+                        die(&format!(
+                            "fatal error: all goroutines are asleep - deadlock!\n\n{}",
+                            super::dump::dump_text()
+                        ));
+                    }
+                }
+                Some(RETRY_FIRST)
+            }
+            Look::Foreign => Some(retry.map_or(RETRY_FIRST, |d| (d * 2).min(RETRY_MAX))),
+            Look::Alive => None,
+        };
     }
 }
 
@@ -187,36 +223,55 @@ struct Fingerprint {
     thread_waits: u64,
 }
 
-/// One look: `Some` if nothing can run now (module docs).
-fn look(s: &Sched) -> Option<Fingerprint> {
+/// What one look found.
+enum Look {
+    /// Nothing can run now.
+    Dead(Fingerprint),
+    /// Something can run, or will: no report, and no look until a poke.
+    Alive,
+    /// All is asleep but for threads goro does not know: look again later.
+    Foreign,
+}
+
+/// One look (module docs). Cheapest tests first: a look may come on every
+/// idle moment of a program whose other threads keep it from ever reporting.
+fn look(s: &Sched) -> Look {
     let before = thread_waits::generation();
     if (s.idle.npidle() as usize) < s.gomaxprocs() || !s.global.is_empty() || crate::netpoll::waiters() > 0 {
-        return None;
+        return Look::Alive;
     }
-    if s.procs().any(|p| !p.runq.is_empty() || p.timers.len() > 0) {
-        return None;
+    if s.procs().any(|p| !p.runq.is_empty() || p.timers.any_live()) {
+        return Look::Alive;
     }
-    for g in crate::runtime::task::allgs::all() {
-        if let Some(snap) = g.snapshot() {
-            if snap.status != Status::Waiting || snap.reason == WaitReason::Forever {
-                return None;
-            }
-        }
+    let waits = thread_waits::waiting();
+    if waits.iter().any(|w| w.woken()) {
+        return Look::Alive; // woken, and about to run
     }
-    let waiting: Vec<i32> = thread_waits::waiting()
-        .iter()
-        .filter(|w| !w.timed)
-        .map(|w| w.tid)
-        .collect();
+    let waiting: Vec<i32> = waits.iter().filter(|w| !w.timed).map(|w| w.tid).collect();
     if waiting.is_empty() {
-        return None;
+        return Look::Alive;
     }
     let runtime = os_threads::all();
-    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Look::Alive; // cannot tell: never report
+    };
     for t in tasks {
-        let tid: i32 = t.ok()?.file_name().to_str()?.parse().ok()?;
-        if !runtime.contains(&tid) && !waiting.contains(&tid) {
-            return None; // a thread goro knows nothing of: it may yet act
+        let tid = t
+            .ok()
+            .and_then(|t| t.file_name().to_str().and_then(|n| n.parse::<i32>().ok()));
+        match tid {
+            Some(tid) if runtime.contains(&tid) || waiting.contains(&tid) => {}
+            Some(_) => return Look::Foreign, // a thread goro knows nothing of: it may yet act
+            None => return Look::Alive,
+        }
+    }
+    // Status and reason are atomics: a plain read per G suffices here, since
+    // the second look's fingerprint catches any G that ran in between.
+    for g in crate::runtime::task::allgs::all() {
+        match g.status() {
+            Status::Dead | Status::Idle => {}
+            Status::Waiting if g.wait_reason() != WaitReason::Forever => {}
+            _ => return Look::Alive,
         }
     }
     let stats = crate::runtime::stats::collect(s);
@@ -228,5 +283,9 @@ fn look(s: &Sched) -> Option<Fingerprint> {
         netpoll_ready: stats.netpoll_ready,
         thread_waits: before,
     };
-    (thread_waits::generation() == before).then_some(print)
+    if thread_waits::generation() == before {
+        Look::Dead(print)
+    } else {
+        Look::Alive
+    }
 }

@@ -152,7 +152,8 @@ impl fmt::Display for GoroutineInfo {
 
 /// A snapshot of every live goroutine, ordered by id (Go's
 /// `runtime.Stack(buf, true)`, as data). Parked goroutines come with the frames
-/// where they wait.
+/// where they wait, unless their stack has under 8 KiB left for the capture or
+/// another dump holds them at that moment.
 ///
 /// Nothing is stopped: each goroutine is looked at in turn, so the snapshot is
 /// not one instant. A parked goroutine is held for the moment its frames take
@@ -227,17 +228,23 @@ pub(crate) fn dump_text() -> String {
 }
 
 /// Runs `f` on a thread of its own with a large stack (resolving frames needs
-/// one), as a `blocking` call when the caller is a goroutine.
+/// one), as a `blocking` call when the caller is a goroutine. If no thread can
+/// be had (a thread limit: just when a dump is wanted), `f` runs on the
+/// caller's own stack instead.
 fn on_dump_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let f = std::sync::Mutex::new(Some(f));
+    let run = || (f.lock().unwrap_or_else(|e| e.into_inner()).take()).map(|f| f());
     crate::blocking(|| {
         std::thread::scope(|s| {
-            std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name("goro-dump".into())
                 .stack_size(8 << 20)
-                .spawn_scoped(s, f)
-                .expect("goro: cannot start a thread for the goroutine dump")
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+                .spawn_scoped(s, run);
+            match spawned {
+                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Err(_) => run(),
+            }
+            .expect("goro: the dump ran twice")
         })
     })
 }
