@@ -41,8 +41,9 @@ pub(crate) struct Frame {
 
 /// Where goro's sources are, as debug info names them.
 const GORO_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
-/// Where the runtime's sources are.
+/// Where the runtime's sources are (the poller is part of it, as in Go).
 const RUNTIME_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/runtime/");
+const NETPOLL_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/netpoll/");
 
 impl Captured {
     /// Resolves names and source lines: call on a stack with room to spare.
@@ -138,8 +139,9 @@ pub(crate) fn trim(frames: &[Frame], keep: Keep) -> &[Frame] {
 }
 
 fn is_internal(name: &str, file: Option<&Path>) -> bool {
-    const NAMES: [&str; 4] = [
+    const NAMES: [&str; 5] = [
         "goro::runtime::",
+        "goro::netpoll::",
         "backtrace::",
         "corosensei::",
         "core::ops::function::",
@@ -151,6 +153,7 @@ fn is_internal(name: &str, file: Option<&Path>) -> bool {
         return false;
     };
     file.starts_with(RUNTIME_SRC)
+        || file.starts_with(NETPOLL_SRC)
         || file.contains("/backtrace-0.")
         || file.contains("/corosensei-")
         || file.ends_with("core/src/ops/function.rs")
