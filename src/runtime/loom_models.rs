@@ -298,8 +298,8 @@ fn loom_local_submit_vs_spinner_giving_up() {
 /// it) and leave `needspinning` for the M, which spins once and idles. Had the
 /// claim been given back after the idle lock was dropped, the M could idle while
 /// the claim still counted as a spinner, and the second submitter, seeing it,
-/// would wake nobody: its G stranded, the P idle, the M asleep (found by review
-/// in session 13; Go gives the claim back under `sched.lock`).
+/// would wake nobody: its G stranded, the P idle, the M asleep (Go gives the
+/// claim back under `sched.lock`).
 #[test]
 fn loom_claim_without_p_given_back_before_an_m_idles() {
     loom::model(|| {
@@ -352,9 +352,8 @@ fn loom_claim_without_p_given_back_before_an_m_idles() {
 /// P0, not spinning (the spinner on P1 is), gives P0 up and that spinner finds
 /// work and stops. The idling M's deadline came from before the add, so it must
 /// read its P's timers again after its fence; someone then watches the timer.
-/// (Without the re-read, found by review in session 13, the M slept in the
-/// poller with no deadline, or on its note, and the timer fired arbitrarily
-/// late.)
+/// (Without the re-read the M slept in the poller with no deadline, or on its
+/// note, and the timer fired arbitrarily late.)
 #[test]
 fn loom_timer_added_to_an_idling_p_is_watched() {
     use loom::sync::atomic::AtomicU64;
