@@ -41,7 +41,8 @@ use std::time::Duration;
 const USAGE: &str = "usage: http_echo [--addr HOST:PORT] [--procs N] [--idle-timeout SECS] [--debug]
   --addr          address to listen on (default 127.0.0.1:8080; port 0 picks one)
   --procs         GOMAXPROCS (default: the GOMAXPROCS variable, else every CPU)
-  --idle-timeout  seconds a connection may send nothing before it is closed (default 30)
+  --idle-timeout  seconds a connection may send nothing before it is closed (default 30;
+                  from 0.001 to 86400, fractions allowed)
   --debug         serve GET /debug/goroutines, the goroutine dump";
 
 struct Options {
@@ -69,19 +70,24 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
                     _ => return Err(format!("--procs wants a positive number, not {v:?}")),
                 }
             }
-            "--idle-timeout" => {
-                let v = value()?;
-                match v.parse::<f64>() {
-                    Ok(s) if s > 0.0 && s.is_finite() => opts.idle = Duration::from_secs_f64(s),
-                    _ => return Err(format!("--idle-timeout wants seconds > 0, not {v:?}")),
-                }
-            }
+            "--idle-timeout" => opts.idle = seconds(&flag, &value()?)?,
             "--debug" => opts.debug = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
     Ok(opts)
+}
+
+/// A duration flag's value: seconds, finite, from 1 ms to a day (fractions are
+/// for tests that need short timeouts).
+fn seconds(flag: &str, v: &str) -> Result<Duration, String> {
+    const MIN: f64 = 0.001;
+    const MAX: f64 = 86_400.0;
+    match v.parse::<f64>() {
+        Ok(s) if (MIN..=MAX).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!("{flag} wants seconds from {MIN} to {MAX}, not {v:?}")),
+    }
 }
 
 fn main() -> ExitCode {

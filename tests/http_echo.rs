@@ -448,6 +448,11 @@ fn bad_flags_print_the_usage_and_exit_2() {
         &["--bogus"],
         &["--addr"],
         &["--idle-timeout", "-1"],
+        &["--idle-timeout", "1e300"],
+        &["--idle-timeout", "1e-12"],
+        &["--idle-timeout", "NaN"],
+        &["--idle-timeout", "inf"],
+        &["--idle-timeout", "86401"],
     ] {
         let out = Command::new(common::example_bin("http_echo"))
             .args(args)

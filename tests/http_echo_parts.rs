@@ -136,3 +136,33 @@ fn heads_with_many_fields_parse_up_to_the_limit() {
     let err = request::parse_head(&head_with_fields(99)).unwrap_err();
     assert_eq!(err.status, 431);
 }
+
+/// Framing fields that are present but empty or blank are refused, alone or
+/// beside the other framing field: a proxy in front could frame them another
+/// way (request smuggling, RFC 9112 §6).
+#[test]
+fn empty_framing_fields_are_refused() {
+    let heads: [&[u8]; 6] = [
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length:   \r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \t \r\nContent-Length: 3\r\n\r\nabc",
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: \r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ,\r\n\r\n",
+    ];
+    for h in heads {
+        let err = request::parse_head(h).expect_err(&String::from_utf8_lossy(h));
+        assert_eq!(err.status, 400, "{}", String::from_utf8_lossy(h));
+    }
+}
+
+/// An HTTP/1.0 request with `Transfer-Encoding` is answered, then its
+/// connection closed (RFC 9112 §6.1), even if it asks to keep it alive.
+#[test]
+fn http_1_0_with_transfer_encoding_closes() {
+    let h = b"POST / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let head = request::parse_head(h).unwrap().expect("complete");
+    assert!(!head.keep_alive);
+    let h = b"POST / HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n";
+    assert!(request::parse_head(h).unwrap().expect("complete").keep_alive);
+}

@@ -4,8 +4,10 @@
 //!
 //! Framing follows RFC 9112 §6: `Transfer-Encoding: chunked` (the last coding)
 //! frames the body, else `Content-Length`, else there is none. A request with
-//! both, with an unknown transfer coding, or with conflicting lengths is refused
-//! (400/501): those are the ambiguities request smuggling is built on.
+//! both, with an unknown transfer coding, with conflicting lengths, or with a
+//! framing field whose value is empty or blank is refused (400/501): those are
+//! the ambiguities request smuggling is built on. An HTTP/1.0 request with
+//! `Transfer-Encoding` is answered and its connection closed (RFC 9112 §6.1).
 
 use std::fmt;
 use std::mem::MaybeUninit;
@@ -129,7 +131,8 @@ fn head(
         keep_alive: if version == 1 {
             !fields.connection_close
         } else {
-            fields.connection_keep_alive
+            // HTTP/1.0 has no transfer codings: its framing is suspect.
+            fields.connection_keep_alive && !fields.transfer_encoding
         },
         expect_continue: fields.expect_continue,
     }))
@@ -140,6 +143,8 @@ fn head(
 struct Fields {
     content_length: Option<usize>,
     chunked: bool,
+    /// A `Transfer-Encoding` field was present.
+    transfer_encoding: bool,
     connection_close: bool,
     connection_keep_alive: bool,
     expect_continue: bool,
@@ -172,6 +177,9 @@ impl Fields {
     fn add_content_length(&mut self, value: &[u8]) -> Result<(), HttpError> {
         // `Content-Length: 5, 5` and repeated equal fields are allowed; any
         // disagreement is not.
+        if list(value).next().is_none() {
+            return Err(HttpError::new(400, "empty Content-Length"));
+        }
         for token in list(value) {
             let n = parse_decimal(token).ok_or(HttpError::new(400, "bad Content-Length"))?;
             if self.content_length.is_some_and(|m| m != n) {
@@ -183,6 +191,10 @@ impl Fields {
     }
 
     fn add_transfer_encoding(&mut self, value: &[u8]) -> Result<(), HttpError> {
+        self.transfer_encoding = true;
+        if list(value).next().is_none() {
+            return Err(HttpError::new(400, "empty Transfer-Encoding"));
+        }
         for token in list(value) {
             // Chunked must be the final coding, and is the only one we decode.
             if self.chunked || !token.eq_ignore_ascii_case(b"chunked") {
