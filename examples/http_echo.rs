@@ -17,15 +17,34 @@
 //! Refused with the right status and the connection closed: a head over 16 KiB
 //! (431), a body over 1 MiB (413), a malformed request (400), an ambiguous or
 //! unsupported framing (400/501). Other methods get 405 and the connection stays
-//! open. A connection that sends nothing for the idle timeout (30 s) is closed,
-//! with 408 if it left a request half-sent. The accept loop survives errors such
-//! as running out of file descriptors: it backs off (5 ms doubling to 1 s) and
-//! goes on.
+//! open.
+//!
+//! # Deploying
+//! The server bounds what one client can hold, as Go's `http.Server` does when
+//! its timeouts are set; each limit is a flag:
+//! - a request's head must arrive whole within `--header-timeout` (10 s) of its
+//!   first byte (of the accept, for a connection's first request), and its body
+//!   within `--body-timeout` (30 s) of the head: bytes trickling in do not extend
+//!   either, and a request cut off by them gets 408;
+//! - the answers buffered at one time must be written within `--write-timeout`
+//!   (30 s), or the connection closes (a client that does not read);
+//! - a connection idle between requests for `--idle-timeout` (30 s) closes;
+//! - at most `--max-conns` connections are served at once (default: the soft
+//!   `RLIMIT_NOFILE` less max(16, limit/16) descriptors kept spare, so 240 at
+//!   256, 960 at 1024); one beyond gets 503 and is closed;
+//! - heads over 16 KiB and bodies over 1 MiB are refused (431, 413).
+//!
+//! The accept loop survives errors such as running out of file descriptors: it
+//! backs off (5 ms doubling to 1 s) and goes on. Put a proxy with TLS in front
+//! for the open internet; `scripts/http_attack.py` replays the slow-client,
+//! connection-flood and framing attacks against a running server.
 
 #[path = "http_echo/chunked.rs"]
 mod chunked;
 #[path = "http_echo/conn.rs"]
 mod conn;
+#[path = "http_echo/limits.rs"]
+mod limits;
 #[path = "http_echo/request.rs"]
 mod request;
 #[path = "http_echo/response.rs"]
@@ -34,43 +53,53 @@ mod response;
 mod routes;
 
 use goro::net::TcpListener;
+use limits::{Admission, Slots, Timeouts};
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: http_echo [--addr HOST:PORT] [--procs N] [--idle-timeout SECS] [--debug]
-  --addr          address to listen on (default 127.0.0.1:8080; port 0 picks one)
-  --procs         GOMAXPROCS (default: the GOMAXPROCS variable, else every CPU)
-  --idle-timeout  seconds a connection may send nothing before it is closed (default 30;
-                  from 0.001 to 86400, fractions allowed)
-  --debug         serve GET /debug/goroutines, the goroutine dump";
+const USAGE: &str = "usage: http_echo [--addr HOST:PORT] [--procs N] [--debug] [--max-conns N]
+                 [--header-timeout SECS] [--body-timeout SECS] [--write-timeout SECS]
+                 [--idle-timeout SECS]
+  --addr            address to listen on (default 127.0.0.1:8080; port 0 picks one)
+  --procs           GOMAXPROCS, 1 to 1024 (default: the GOMAXPROCS variable, else every CPU)
+  --debug           serve GET /debug/goroutines, the goroutine dump
+  --max-conns       connections served at once, 1 to 10000000; one more gets 503 and is
+                    closed (default: the open-files limit less max(16, limit/16))
+  --header-timeout  seconds for a request's head, from its first byte (default 10)
+  --body-timeout    seconds for a request's body, from the end of its head (default 30)
+  --write-timeout   seconds for writing the answers out to a client (default 30)
+  --idle-timeout    seconds a connection may wait between requests (default 30)
+Every timeout takes seconds from 0.001 to 86400, fractions allowed; bytes arriving
+do not extend a deadline.";
 
 struct Options {
     addr: String,
     procs: Option<usize>,
-    idle: Duration,
     debug: bool,
+    max_conns: Option<usize>,
+    timeouts: Timeouts,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut opts = Options {
         addr: "127.0.0.1:8080".to_owned(),
         procs: None,
-        idle: Duration::from_secs(30),
         debug: false,
+        max_conns: None,
+        timeouts: Timeouts::default(),
     };
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
             "--addr" => opts.addr = value()?,
-            "--procs" => {
-                let v = value()?;
-                match v.parse::<usize>() {
-                    Ok(n) if n > 0 => opts.procs = Some(n),
-                    _ => return Err(format!("--procs wants a positive number, not {v:?}")),
-                }
-            }
-            "--idle-timeout" => opts.idle = seconds(&flag, &value()?)?,
+            "--procs" => opts.procs = Some(count(&flag, &value()?, 1024)?),
+            "--max-conns" => opts.max_conns = Some(count(&flag, &value()?, 10_000_000)?),
+            "--header-timeout" => opts.timeouts.header = seconds(&flag, &value()?)?,
+            "--body-timeout" => opts.timeouts.body = seconds(&flag, &value()?)?,
+            "--write-timeout" => opts.timeouts.write = seconds(&flag, &value()?)?,
+            "--idle-timeout" => opts.timeouts.idle = seconds(&flag, &value()?)?,
             "--debug" => opts.debug = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -87,6 +116,14 @@ fn seconds(flag: &str, v: &str) -> Result<Duration, String> {
     match v.parse::<f64>() {
         Ok(s) if (MIN..=MAX).contains(&s) => Ok(Duration::from_secs_f64(s)),
         _ => Err(format!("{flag} wants seconds from {MIN} to {MAX}, not {v:?}")),
+    }
+}
+
+/// A count flag's value: a whole number from 1 to `max`.
+fn count(flag: &str, v: &str, max: usize) -> Result<usize, String> {
+    match v.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{flag} wants a whole number from 1 to {max}, not {v:?}")),
     }
 }
 
@@ -125,23 +162,38 @@ fn main() -> ExitCode {
         }
     }
     let _ = std::io::stdout().flush();
-    let idle = opts.idle;
+    let slots = Slots::new(opts.max_conns.unwrap_or_else(limits::default_max_conns));
+    let timeouts = opts.timeouts;
     // The accept loop runs as a goroutine too, so its waits park on the poller.
-    let _ = goro::go!(move || accept_loop(&listener, idle)).join();
+    let _ = goro::go!(move || accept_loop(&listener, &slots, timeouts)).join();
     ExitCode::SUCCESS
 }
 
-/// Accepts forever, one goroutine per connection. An accept error (out of file
-/// descriptors, a connection reset before it was accepted, ...) is reported and
-/// retried after a pause that doubles from 5 ms up to 1 s while errors repeat,
-/// as Go's `http.Server` does.
-fn accept_loop(listener: &TcpListener, idle: Duration) {
+/// Accepts forever, one goroutine per connection while `slots` has room, a
+/// 503 beyond. An accept error (out of file descriptors, a connection reset
+/// before it was accepted, ...) is reported and retried after a pause that
+/// doubles from 5 ms up to 1 s while errors repeat, as Go's `http.Server` does.
+fn accept_loop(listener: &TcpListener, slots: &Arc<Slots>, timeouts: Timeouts) {
     let mut backoff = Duration::ZERO;
     loop {
         match listener.accept() {
             Ok((stream, _peer)) => {
                 backoff = Duration::ZERO;
-                goro::go!(move || conn::serve(stream, idle));
+                match slots.admit() {
+                    Admission::Serve(slot) => {
+                        goro::go!(move || {
+                            let _slot = slot;
+                            conn::serve(stream, timeouts);
+                        });
+                    }
+                    Admission::Refuse(slot) => {
+                        goro::go!(move || {
+                            let _slot = slot;
+                            conn::turn_away(stream, timeouts);
+                        });
+                    }
+                    Admission::Drop => drop(stream),
+                }
             }
             Err(e) => {
                 backoff = (backoff * 2).clamp(Duration::from_millis(5), Duration::from_secs(1));

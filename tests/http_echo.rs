@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -21,7 +21,12 @@ struct Server {
 
 impl Server {
     fn start(extra: &[&str]) -> Server {
-        let mut child = Command::new(common::example_bin("http_echo"))
+        Server::start_command(&mut Command::new(common::example_bin("http_echo")), extra)
+    }
+
+    /// Starts the server by `command` (the example, or a shell that runs it).
+    fn start_command(command: &mut Command, extra: &[&str]) -> Server {
+        let mut child = command
             .args(["--addr", "127.0.0.1:0", "--procs", "2"])
             .args(extra)
             .stdout(Stdio::piped())
@@ -355,25 +360,6 @@ fn expect_100_continue_and_http_1_0() {
 }
 
 #[test]
-fn idle_connections_are_closed_and_half_sent_requests_get_408() {
-    let server = Server::start(&["--idle-timeout", "0.3"]);
-    let started = Instant::now();
-    let mut idle = server.connect();
-    assert_eq!(read_to_close(&mut idle), "", "an idle connection closes silently");
-    assert!(started.elapsed() >= Duration::from_millis(250));
-    let answer = server.exchange_until_close(b"GET / HTTP/1.1\r\nHost: half");
-    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
-    // Activity resets the timer: a connection used every 100 ms stays open.
-    let s = server.connect();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    for _ in 0..6 {
-        (&s).write_all(get("/").as_bytes()).unwrap();
-        assert_eq!(read_reply(&mut r).status, 200);
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-#[test]
 fn many_concurrent_clients_on_goroutines() {
     let server = Server::start(&[]);
     let addr = server.addr.clone();
@@ -453,6 +439,18 @@ fn bad_flags_print_the_usage_and_exit_2() {
         &["--idle-timeout", "NaN"],
         &["--idle-timeout", "inf"],
         &["--idle-timeout", "86401"],
+        &["--header-timeout", "0"],
+        &["--header-timeout", "1e300"],
+        &["--body-timeout", "1e-12"],
+        &["--body-timeout", "-inf"],
+        &["--write-timeout", "NaN"],
+        &["--write-timeout", "86400.5"],
+        &["--max-conns", "0"],
+        &["--max-conns", "-1"],
+        &["--max-conns", "1.5"],
+        &["--max-conns", "10000001"],
+        &["--procs", "1025"],
+        &["--header-timeout"],
     ] {
         let out = Command::new(common::example_bin("http_echo"))
             .args(args)
@@ -528,4 +526,327 @@ fn malformed_input_never_breaks_the_server() {
         })
         .unwrap();
     server.assert_serves();
+}
+
+/// Sends `wire` then a pipelined `GET /` on one connection: the answer is one
+/// response with `status` and `Connection: close`, and the `GET` is not served.
+fn assert_refused_alone(server: &Server, wire: &[u8], status: u16) {
+    let mut raw = wire.to_vec();
+    raw.extend_from_slice(get("/").as_bytes());
+    let answer = server.exchange_until_close(&raw);
+    let shown = String::from_utf8_lossy(wire).into_owned();
+    assert!(
+        answer.starts_with(&format!("HTTP/1.1 {status} ")),
+        "{shown:?} got {answer:?}"
+    );
+    assert!(answer.contains("Connection: close\r\n"), "{shown:?}");
+    assert_eq!(answer.matches("HTTP/1.1 ").count(), 1, "{shown:?} got {answer:?}");
+}
+
+/// A request smuggled behind a bare LF in a chunk extension: a proxy that ends
+/// lines at LF reads `2;` as the size line and the request as chunk data; a
+/// server reading the LF as extension bytes would end the body early and serve
+/// the request on its own. Refused whole instead.
+#[test]
+fn a_request_hidden_behind_a_bare_lf_in_chunked_framing_is_not_served() {
+    let server = Server::start(&[]);
+    let hidden = "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
+    let wire = format!(
+        "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
+         2;\nAB\r\n{:x}\r\n{hidden}\r\n0\r\n\r\n",
+        hidden.len()
+    );
+    let answer = server.exchange_until_close(wire.as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer:?}");
+    assert_eq!(answer.matches("HTTP/1.1 ").count(), 1, "{answer:?}");
+    server.assert_serves();
+}
+
+/// Every ambiguity in chunked framing is a 400 that closes the connection, and
+/// nothing pipelined behind it is served.
+#[test]
+fn chunked_framing_ambiguities_get_400_and_close() {
+    let server = Server::start(&[]);
+    let framings: [&[u8]; 18] = [
+        b"5\nhello\r\n0\r\n\r\n",                   // bare LF ending the size line
+        b"5;a\nb\r\nhello\r\n0\r\n\r\n",            // bare LF inside an extension
+        b"5\r\nhello\n0\r\n\r\n",                   // bare LF after chunk data
+        b"5\r\nhello\r\n0\r\nX-T: 1\n\r\n",         // bare LF ending a trailer
+        b"5\r\nhello\r\n0\r\n\n",                   // bare LF as the final line
+        b"5\rhello\r\n0\r\n\r\n",                   // CR not followed by LF
+        b"5;a=\"b\0\"\r\nhello\r\n0\r\n\r\n",       // NUL in a quoted extension value
+        b"5;a\x01\r\nhello\r\n0\r\n\r\n",           // control byte in an extension
+        b"5;a=b c\r\nhello\r\n0\r\n\r\n",           // stray bytes in an extension
+        b"5 \r\nhello\r\n0\r\n\r\n",                // whitespace leading nowhere
+        b"\r\nhello\r\n0\r\n\r\n",                  // empty chunk size
+        b";a\r\nhello\r\n0\r\n\r\n",                // empty chunk size, with an extension
+        b"10000000000000005\r\nhello\r\n0\r\n\r\n", // size overflows
+        b"0\r\nno colon\r\n\r\n",                   // trailer without a colon
+        b"0\r\nX-T : 1\r\n\r\n",                    // whitespace before a trailer's colon
+        b"0\r\nX-T: 1\r\n folded\r\n\r\n",          // obs-fold in the trailers
+        b"0\r\n X-T: 1\r\n\r\n",                    // indented trailer line
+        b"0\r\nX-T: a\x7fb\r\n\r\n",                // control byte in a trailer value
+    ];
+    for framing in framings {
+        let mut wire = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        wire.extend_from_slice(framing);
+        assert_refused_alone(&server, &wire, 400);
+    }
+    server.assert_serves();
+}
+
+/// The chunk-size line's limit holds however the line arrives: in one write or
+/// byte by byte. Leading zeros are accepted, up to the limit.
+#[test]
+fn over_long_chunk_size_lines_get_400_in_one_write_or_dribbled() {
+    let server = Server::start(&[]);
+    let head = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let wire = |zeros: usize| {
+        let mut w = head.to_vec();
+        w.extend_from_slice("0".repeat(zeros).as_bytes());
+        w.extend_from_slice(b"5\r\nhello\r\n0\r\n\r\n");
+        w
+    };
+    // 1021 zeros, "5", CRLF: 1024 bytes, the limit.
+    let s = server.connect();
+    (&s).write_all(&wire(1021)).unwrap();
+    let reply = read_reply(&mut BufReader::new(s));
+    assert_eq!((reply.status, &reply.body[..]), (200, &b"hello"[..]));
+
+    assert_refused_alone(&server, &wire(1022), 400);
+    let mut long_ext = head.to_vec();
+    long_ext.extend_from_slice(b"5;x=");
+    long_ext.resize(long_ext.len() + 1100, b'x');
+    long_ext.extend_from_slice(b"\r\nhello\r\n0\r\n\r\n");
+    assert_refused_alone(&server, &long_ext, 400);
+
+    for w in [wire(1022), long_ext] {
+        let mut s = server.connect();
+        s.set_nodelay(true).unwrap();
+        for b in &w {
+            // The server refuses part-way, and may stop reading.
+            if (&s).write_all(&[*b]).is_err() {
+                break;
+            }
+        }
+        let answer = read_to_close(&mut s);
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer:?}");
+    }
+    server.assert_serves();
+}
+
+/// Ambiguous framing in the request head is a 400 (an unimplemented transfer
+/// coding a 501) that closes the connection, and nothing pipelined behind it
+/// is served.
+#[test]
+fn head_framing_ambiguities_get_400_and_close() {
+    let server = Server::start(&[]);
+    let cases: [(&[u8], u16); 16] = [
+        (b"POST /echo HTTP/1.1\nHost: t\r\nContent-Length: 1\r\n\r\nx", 400),
+        (b"POST /echo HTTP/1.1\r\nHost: t\nContent-Length: 1\r\n\r\nx", 400),
+        (b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\n\r\nx", 400),
+        (b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\nx", 400),
+        (b"POST /echo HTTP/1.1\r\nHost: t\rContent-Length: 1\r\n\r\nx", 400),
+        (b"POST /echo HTTP/1.1\r\nContent-Length : 1\r\n\r\nx", 400),
+        (
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n",
+            400,
+        ),
+        (b"POST /echo HTTP/1.1\r\nContent-Length: 1\r\n 2\r\n\r\nx", 400),
+        (
+            b"POST /echo HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx",
+            400,
+        ),
+        (
+            b"POST /echo HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: gzip\r\n\r\nx",
+            400,
+        ),
+        (
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
+            400,
+        ),
+        (
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            400,
+        ),
+        (
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
+            400,
+        ),
+        (
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+            501,
+        ),
+        (
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked;q=1\r\n\r\n0\r\n\r\n",
+            501,
+        ),
+        (b"\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+    ];
+    for (wire, status) in cases {
+        assert_refused_alone(&server, wire, status);
+    }
+    server.assert_serves();
+}
+
+/// Starts the server with its open-files limit (soft and hard) at `nofile`.
+fn start_with_fd_limit(nofile: u32, extra: &[&str]) -> Server {
+    let bin = common::example_bin("http_echo");
+    let script = format!("ulimit -n {nofile} && exec \"$0\" \"$@\"");
+    Server::start_command(Command::new("sh").args(["-c", &script]).arg(bin), extra)
+}
+
+/// Sends `first`, then `trickle` every 100 ms, until the server closes the
+/// connection; returns what it answered and how long that took.
+fn trickle_until_closed(server: &Server, first: &[u8], trickle: &[u8]) -> (String, Duration) {
+    let mut s = server.connect();
+    let started = Instant::now();
+    s.write_all(first).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while started.elapsed() < PATIENCE {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut => {
+                if s.write_all(trickle).is_err() {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    (String::from_utf8_lossy(&answer).into_owned(), started.elapsed())
+}
+
+#[test]
+fn a_trickled_head_gets_408_at_the_header_timeout() {
+    let server = Server::start(&["--header-timeout", "1"]);
+    let (answer, took) = trickle_until_closed(&server, b"GET / HTTP/1.1\r\n", b"X-Pad: 1\r\n");
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
+    assert!(took >= Duration::from_millis(900), "cut off early: {took:?}");
+    assert!(took < Duration::from_secs(5), "bytes extended the deadline: {took:?}");
+    // A connection that sends nothing at all closes at the same deadline.
+    let started = Instant::now();
+    assert_eq!(read_to_close(&mut server.connect()), "");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    server.assert_serves();
+}
+
+#[test]
+fn a_trickled_body_gets_408_at_the_body_timeout() {
+    let server = Server::start(&["--body-timeout", "1"]);
+    let head = b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n";
+    let (answer, took) = trickle_until_closed(&server, head, b"x");
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
+    assert!(took >= Duration::from_millis(900), "cut off early: {took:?}");
+    assert!(took < Duration::from_secs(5), "bytes extended the deadline: {took:?}");
+    // Chunked bodies too.
+    let head = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let (answer, took) = trickle_until_closed(&server, head, b"1\r\nx\r\n");
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
+    assert!(took < Duration::from_secs(5), "bytes extended the deadline: {took:?}");
+    server.assert_serves();
+}
+
+#[test]
+fn a_client_that_does_not_read_is_closed_at_the_write_timeout() {
+    let server = Server::start(&["--write-timeout", "1"]);
+    let s = server.connect();
+    s.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+    let request = post(&vec![b'x'; 1 << 20]);
+    let started = Instant::now();
+    // Echo requests, never reading the answers: the server's writes block, then
+    // its reads, then ours. A connection still open at PATIENCE is the failure.
+    let closed = loop {
+        if started.elapsed() > PATIENCE {
+            break None;
+        }
+        match (&s).write(&request) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut => {}
+            Err(_) => break Some(started.elapsed()),
+        }
+    };
+    let took = closed.expect("the server kept a client that does not read");
+    assert!(took < Duration::from_secs(8), "closed only after {took:?}");
+    server.assert_serves();
+}
+
+#[test]
+fn idle_time_between_requests_is_bounded_and_activity_keeps_a_connection() {
+    let server = Server::start(&["--idle-timeout", "0.3"]);
+    let s = server.connect();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    // Used every 100 ms, the connection stays open past the idle timeout.
+    for i in 0..6 {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        (&s).write_all(get("/").as_bytes()).unwrap();
+        assert_eq!(read_reply(&mut r).status, 200);
+    }
+    let idle_from = Instant::now();
+    let mut rest = String::new();
+    r.read_to_string(&mut rest).unwrap();
+    assert_eq!(rest, "", "an idle connection closes silently");
+    let idled = idle_from.elapsed();
+    assert!(idled >= Duration::from_millis(250), "{idled:?}");
+    assert!(idled < Duration::from_secs(5), "{idled:?}");
+}
+
+/// 252 connections that trickle their heads, at a 256-descriptor limit: the
+/// ones beyond `--max-conns` (240 here) get 503 at once, the rest 408 at the
+/// header timeout, and a well-behaved client is served once they are gone.
+#[test]
+fn slow_clients_at_the_descriptor_limit_keep_nobody_out_past_the_header_timeout() {
+    const HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+    let server = start_with_fd_limit(256, &["--header-timeout", "2"]);
+    let started = Instant::now();
+    let slow: Vec<TcpStream> = (0..252)
+        .map(|_| {
+            let s = server.connect();
+            let _ = (&s).write_all(b"GET / HTTP/1.1\r\nHost: slow\r\n");
+            s
+        })
+        .collect();
+    let mut refused_503 = 0;
+    let served_after = loop {
+        assert!(started.elapsed() < PATIENCE, "a new client was never served");
+        let s = server.connect();
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        if (&s).write_all(get("/").as_bytes()).is_err() {
+            continue;
+        }
+        let mut line = String::new();
+        match r.read_line(&mut line) {
+            Ok(_) if line.starts_with("HTTP/1.1 200 ") => break started.elapsed(),
+            Ok(_) if line.starts_with("HTTP/1.1 503 ") => refused_503 += 1,
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!("served after {served_after:?}; {refused_503} retries answered 503");
+    assert!(
+        served_after < HEADER_TIMEOUT + Duration::from_secs(4),
+        "served only after {served_after:?}"
+    );
+    // Every slow connection is closed by now: with 408 if it was being served,
+    // 503 if it was turned away, nothing if it came while too many were being
+    // turned away.
+    let (mut got_503, mut got_408) = (0, 0);
+    for mut s in slow {
+        let answer = read_to_close(&mut s);
+        match answer.get(..13) {
+            Some("HTTP/1.1 503 ") => got_503 += 1,
+            Some("HTTP/1.1 408 ") => got_408 += 1,
+            _ => assert_eq!(answer, "", "a slow client got an unexpected answer"),
+        }
+    }
+    assert!(
+        (1..=240).contains(&got_408),
+        "{got_408} slow connections were served at once"
+    );
+    assert!(got_503 + refused_503 >= 1, "nobody was turned away with 503");
 }

@@ -1,13 +1,18 @@
 //! One connection, served by one goroutine: read, answer every complete request
 //! already buffered (pipelining), write the answers in one go, read again.
 //!
-//! Every wait parks the goroutine on the netpoller, never its thread. A read
-//! that finds nothing for the idle timeout ends the connection (with 408 if a
-//! request was half-sent); a refused request (see [`HttpError`]) is answered and
-//! the connection closed, after a short lingering drain so the client reads the
-//! answer instead of a reset.
+//! Every wait parks the goroutine on the netpoller, never its thread. Each wait
+//! is bounded by the deadline of the connection's phase ([`Timeouts`]): the
+//! head, the body, the write of the answers, the idle time between requests.
+//! A deadline is set when its phase begins and is not moved by bytes that
+//! arrive, so a trickling client is closed on time. A read deadline that passes
+//! ends the connection (with 408 if a request was half-sent); a write deadline
+//! that passes ends it at once; a refused request (see [`HttpError`]) is
+//! answered and the connection closed, after a lingering drain (bounded in time
+//! and bytes) so the client reads the answer instead of a reset.
 
 use crate::chunked::Chunked;
+use crate::limits::Timeouts;
 use crate::request::{parse_head, Body, Head, HttpError};
 use crate::response::{Response, CONTINUE};
 use crate::routes;
@@ -15,32 +20,29 @@ use goro::net::TcpStream;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::ops::Range;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Bytes asked of the socket per read.
 const READ_SIZE: usize = 16 * 1024;
 /// Pipelined answers are written out once this many bytes pile up.
 const FLUSH_AT: usize = 64 * 1024;
-/// After refusing a request: how long and how much to read and discard.
+/// After refusing a request: for how long at most, and how much, to read and
+/// discard.
 const LINGER: Duration = Duration::from_millis(500);
 const LINGER_BYTES: usize = 256 * 1024;
 
-/// Serves `stream` until the client closes it, it idles for `idle`, or a request
+/// Serves `stream` until the client closes it, a deadline passes, or a request
 /// is refused. I/O errors end the connection quietly: the peer is gone.
-pub fn serve(stream: TcpStream, idle: Duration) {
-    let _ = stream.set_nodelay(true);
-    if stream.set_read_timeout(Some(idle)).is_err() || stream.set_write_timeout(Some(idle)).is_err() {
-        return;
-    }
-    let mut conn = Conn {
-        stream,
-        input: InputBuffer::new(),
-        out: Vec::with_capacity(READ_SIZE),
-        pending: None,
-    };
+pub fn serve(stream: TcpStream, timeouts: Timeouts) {
+    let mut conn = Conn::new(stream, timeouts);
     if let Err(refused) = conn.run() {
         conn.refuse(&refused);
     }
+}
+
+/// Answers 503 to a connection beyond `--max-conns` and closes it.
+pub fn turn_away(stream: TcpStream, timeouts: Timeouts) {
+    Conn::new(stream, timeouts).refuse(&HttpError::new(503, "too many connections, try again later"));
 }
 
 struct Conn {
@@ -49,6 +51,22 @@ struct Conn {
     out: Vec<u8>,
     /// A request whose head is parsed and whose body is still arriving.
     pending: Option<Pending>,
+    timeouts: Timeouts,
+    phase: Phase,
+    /// When the current phase's time is up (for [`Phase::Idle`], counted from
+    /// the end of the last write).
+    deadline: Instant,
+}
+
+/// What the connection is waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The rest of a request's head (for a new connection: its first byte too).
+    Head,
+    /// The rest of a request's body.
+    Body,
+    /// The first byte of the next request.
+    Idle,
 }
 
 struct Pending {
@@ -74,6 +92,33 @@ enum BodyBytes {
 }
 
 impl Conn {
+    fn new(stream: TcpStream, timeouts: Timeouts) -> Conn {
+        let _ = stream.set_nodelay(true);
+        let mut conn = Conn {
+            stream,
+            input: InputBuffer::new(),
+            out: Vec::with_capacity(READ_SIZE),
+            pending: None,
+            timeouts,
+            phase: Phase::Head,
+            deadline: Instant::now(),
+        };
+        conn.enter(Phase::Head);
+        conn
+    }
+
+    /// Starts `phase`, with its deadline counted from now.
+    fn enter(&mut self, phase: Phase) {
+        let t = self.timeouts;
+        let limit = match phase {
+            Phase::Head => t.header,
+            Phase::Body => t.body,
+            Phase::Idle => t.idle,
+        };
+        self.phase = phase;
+        self.deadline = Instant::now() + limit;
+    }
+
     /// The request loop; `Err` is a request to refuse, `Ok` a connection that
     /// ended (closed by the client, idle, answered with `Connection: close`, or
     /// an I/O error).
@@ -88,6 +133,11 @@ impl Conn {
                 if let BodyBytes::Buffered(range) = body {
                     self.input.consume(range.len());
                 }
+                if self.input.data().is_empty() {
+                    self.phase = Phase::Idle;
+                } else {
+                    self.enter(Phase::Head);
+                }
                 if !head.keep_alive {
                     let _ = self.flush();
                     self.linger();
@@ -100,8 +150,12 @@ impl Conn {
             if self.flush().is_err() {
                 return Ok(());
             }
-            match self.input.fill(&mut self.stream) {
+            if self.phase == Phase::Idle {
+                self.enter(Phase::Idle);
+            }
+            match self.fill() {
                 Ok(0) => return Ok(()),
+                Ok(_) if self.phase == Phase::Idle => self.enter(Phase::Head),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                     return if self.pending.is_some() || !self.input.data().is_empty() {
@@ -123,6 +177,7 @@ impl Conn {
             None => match parse_head(self.input.data())? {
                 Some(head) => {
                     self.input.consume(head.len);
+                    self.enter(Phase::Body);
                     let body = match head.body {
                         Body::None => BodyState::Length(0),
                         Body::Length(n) => BodyState::Length(n),
@@ -164,11 +219,39 @@ impl Conn {
         }
     }
 
+    /// Reads once, waiting until the phase's deadline at most.
+    fn fill(&mut self) -> io::Result<usize> {
+        set_deadline(&self.stream, Dir::Read, self.deadline)?;
+        self.input.fill(&mut self.stream)
+    }
+
+    /// Writes out the buffered answers within the write timeout, however the
+    /// client paces its reading.
     fn flush(&mut self) -> io::Result<()> {
         if self.out.is_empty() {
             return Ok(());
         }
-        let result = self.stream.write_all(&self.out);
+        let deadline = Instant::now() + self.timeouts.write;
+        let mut rest = &self.out[..];
+        let mut result = Ok(());
+        while !rest.is_empty() {
+            if let Err(e) = set_deadline(&self.stream, Dir::Write, deadline) {
+                result = Err(e);
+                break;
+            }
+            match self.stream.write(rest) {
+                Ok(0) => {
+                    result = Err(io::ErrorKind::WriteZero.into());
+                    break;
+                }
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
         self.out.clear();
         result
     }
@@ -185,17 +268,41 @@ impl Conn {
     /// moment, so that closing does not reset the connection before the client
     /// has read our last answer.
     fn linger(&mut self) {
-        if self.stream.shutdown(Shutdown::Write).is_err() || self.stream.set_read_timeout(Some(LINGER)).is_err() {
+        if self.stream.shutdown(Shutdown::Write).is_err() {
             return;
         }
+        let deadline = Instant::now() + LINGER;
         let mut sink = [0u8; 4096];
         let mut drained = 0;
         while drained < LINGER_BYTES {
+            if set_deadline(&self.stream, Dir::Read, deadline).is_err() {
+                return;
+            }
             match self.stream.read(&mut sink) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => drained += n,
             }
         }
+    }
+}
+
+/// Which way a deadline bounds.
+#[derive(Debug, Clone, Copy)]
+enum Dir {
+    Read,
+    Write,
+}
+
+/// Bounds the next read or write on `stream` to end by `deadline`; `TimedOut`
+/// if it has already passed.
+fn set_deadline(stream: &TcpStream, dir: Dir, deadline: Instant) -> io::Result<()> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::ErrorKind::TimedOut.into());
+    }
+    match dir {
+        Dir::Read => stream.set_read_timeout(Some(left)),
+        Dir::Write => stream.set_write_timeout(Some(left)),
     }
 }
 

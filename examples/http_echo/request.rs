@@ -3,10 +3,21 @@
 //! framed, whether the connection stays open).
 //!
 //! Framing follows RFC 9112 §6: `Transfer-Encoding: chunked` (the last coding)
-//! frames the body, else `Content-Length`, else there is none. A request with
-//! both, with an unknown transfer coding, with conflicting lengths, or with a
-//! framing field whose value is empty or blank is refused (400/501): those are
-//! the ambiguities request smuggling is built on. An HTTP/1.0 request with
+//! frames the body, else `Content-Length`, else there is none. What a proxy in
+//! front could frame another way is refused, since those ambiguities are what
+//! request smuggling is built on; each is a 400 and a closed connection:
+//! - a line of the head ending in a bare LF (RFC 9112 §2.2 lets a server accept
+//!   it; a proxy may not), and anything `httparse` refuses: a CR not followed
+//!   by LF, whitespace between a field name and its colon, a folded (obs-fold)
+//!   or indented field line, a control byte in a value;
+//! - both `Transfer-Encoding` and `Content-Length`;
+//! - `Content-Length` values that disagree or are not plain decimal digits;
+//! - `chunked` anywhere but as the final coding, or more than once (across
+//!   fields too);
+//! - a framing field whose value is empty or blank.
+//!
+//! A transfer coding other than `chunked` (with `chunked` last or absent) is
+//! 501: understood framing, unimplemented coding. An HTTP/1.0 request with
 //! `Transfer-Encoding` is answered and its connection closed (RFC 9112 §6.1).
 
 use std::fmt;
@@ -101,6 +112,11 @@ fn head(
     req: &httparse::Request<'_, '_>,
     status: httparse::Result<usize>,
 ) -> Result<Option<Head>, HttpError> {
+    // First, so that the verdict on a head with a bare LF does not depend on
+    // how much of it has arrived.
+    if bare_lf_in_head(buf) {
+        return Err(HttpError::new(400, "bare LF in request head"));
+    }
     let len = match status {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
@@ -118,6 +134,10 @@ fn head(
         return Err(HttpError::new(400, "malformed request"));
     };
     let fields = Fields::read(req.headers)?;
+    let body = fields.body()?;
+    if fields.expect_other {
+        return Err(HttpError::new(417, "expectation failed"));
+    }
     Ok(Some(Head {
         method: match method {
             "GET" => Method::Get,
@@ -127,7 +147,7 @@ fn head(
         },
         path: path.to_owned(),
         len,
-        body: fields.body()?,
+        body,
         keep_alive: if version == 1 {
             !fields.connection_close
         } else {
@@ -138,16 +158,45 @@ fn head(
     }))
 }
 
+/// Whether a line of the head at the start of `buf` (the leading empty lines
+/// that RFC 9112 §2.2 lets a server skip included) ends in a bare LF. Looks at
+/// the head's first [`MAX_HEAD`] bytes, up to its empty line, whether or not the
+/// head is complete: a bare LF is found the same however the head arrives.
+fn bare_lf_in_head(buf: &[u8]) -> bool {
+    let buf = &buf[..buf.len().min(MAX_HEAD)];
+    let mut start = 0;
+    let mut request_line_seen = false;
+    while let Some(lf) = buf[start..].iter().position(|&b| b == b'\n') {
+        let line = &buf[start..start + lf];
+        let Some(content) = line.strip_suffix(b"\r") else {
+            return true;
+        };
+        if content.is_empty() && request_line_seen {
+            return false; // the head's end
+        }
+        request_line_seen |= !content.is_empty();
+        start += lf + 1;
+    }
+    false
+}
+
 /// The header fields the server acts on.
 #[derive(Default)]
 struct Fields {
     content_length: Option<usize>,
-    chunked: bool,
     /// A `Transfer-Encoding` field was present.
     transfer_encoding: bool,
+    /// The transfer coding last seen was `chunked`.
+    chunked_last: bool,
+    /// A coding came after `chunked` (another `chunked` included).
+    chunked_not_final: bool,
+    /// A coding other than `chunked` was seen.
+    unknown_coding: bool,
     connection_close: bool,
     connection_keep_alive: bool,
     expect_continue: bool,
+    /// An `Expect` other than `100-continue`.
+    expect_other: bool,
 }
 
 impl Fields {
@@ -165,10 +214,11 @@ impl Fields {
                     f.connection_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
                 }
             } else if name.eq_ignore_ascii_case("expect") {
-                if !trim(h.value).eq_ignore_ascii_case(b"100-continue") {
-                    return Err(HttpError::new(417, "expectation failed"));
+                if trim(h.value).eq_ignore_ascii_case(b"100-continue") {
+                    f.expect_continue = true;
+                } else {
+                    f.expect_other = true;
                 }
-                f.expect_continue = true;
             }
         }
         Ok(f)
@@ -195,23 +245,36 @@ impl Fields {
         if list(value).next().is_none() {
             return Err(HttpError::new(400, "empty Transfer-Encoding"));
         }
+        // The codings of all the fields, in order, are one list (RFC 9110 §5.3).
         for token in list(value) {
-            // Chunked must be the final coding, and is the only one we decode.
-            if self.chunked || !token.eq_ignore_ascii_case(b"chunked") {
-                return Err(HttpError::new(501, "unsupported transfer coding"));
-            }
-            self.chunked = true;
+            self.chunked_not_final |= self.chunked_last;
+            self.chunked_last = token.eq_ignore_ascii_case(b"chunked");
+            self.unknown_coding |= !self.chunked_last;
         }
         Ok(())
     }
 
+    /// How the body is framed, once every field is read.
     fn body(&self) -> Result<Body, HttpError> {
-        match (self.chunked, self.content_length) {
-            (true, Some(_)) => Err(HttpError::new(400, "both Transfer-Encoding and Content-Length")),
-            (true, None) => Ok(Body::Chunked),
-            (false, Some(n)) if n > MAX_BODY => Err(HttpError::new(413, "content too large")),
-            (false, Some(0)) | (false, None) => Ok(Body::None),
-            (false, Some(n)) => Ok(Body::Length(n)),
+        if self.transfer_encoding {
+            return if self.content_length.is_some() {
+                Err(HttpError::new(400, "both Transfer-Encoding and Content-Length"))
+            } else if self.chunked_not_final {
+                // RFC 9112 §6.3: the length cannot be determined reliably.
+                Err(HttpError::new(
+                    400,
+                    "chunked is not the final transfer coding, or is repeated",
+                ))
+            } else if self.unknown_coding {
+                Err(HttpError::new(501, "unsupported transfer coding"))
+            } else {
+                Ok(Body::Chunked)
+            };
+        }
+        match self.content_length {
+            Some(n) if n > MAX_BODY => Err(HttpError::new(413, "content too large")),
+            Some(0) | None => Ok(Body::None),
+            Some(n) => Ok(Body::Length(n)),
         }
     }
 }
@@ -221,9 +284,11 @@ fn list(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value.split(|&b| b == b',').map(trim).filter(|t| !t.is_empty())
 }
 
+/// `bytes` without leading and trailing OWS (SP, HTAB).
 fn trim(bytes: &[u8]) -> &[u8] {
-    let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
-    let end = bytes.iter().rposition(|b| !b.is_ascii_whitespace());
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = bytes.iter().position(|b| !ows(b));
+    let end = bytes.iter().rposition(|b| !ows(b));
     match (start, end) {
         (Some(s), Some(e)) => &bytes[s..=e],
         _ => &[],

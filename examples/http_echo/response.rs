@@ -85,14 +85,16 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-thread_local! {
-    /// The `Date` value of the current second, per thread (formatting it for
-    /// every response would cost more than the rest of the head).
+goro::local! {
+    /// The `Date` value of the current second, per goroutine (formatting it for
+    /// every response would cost more than the rest of the head). A goroutine
+    /// local, not a thread local: a goroutine may move to another thread at
+    /// each wait (docs/decisions/0001-thread-local-rule.md).
     static DATE: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
 }
 
 /// Appends now as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), cached per
-/// second.
+/// second and goroutine.
 fn write_date(out: &mut Vec<u8>) {
     let secs = unix_seconds();
     DATE.with(|cache| {
