@@ -30,8 +30,12 @@
 //!   (30 s), or the connection closes (a client that does not read);
 //! - a connection idle between requests for `--idle-timeout` (30 s) closes;
 //! - at most `--max-conns` connections are served at once (default: the soft
-//!   `RLIMIT_NOFILE` less max(16, limit/16) descriptors kept spare, so 240 at
-//!   256, 960 at 1024); one beyond gets 503 and is closed;
+//!   `RLIMIT_NOFILE`, less the descriptors open at start, less max(16,
+//!   limit/16) kept spare: 232 at 256, 952 at 1024); one beyond gets 503 and
+//!   is closed;
+//! - a connection holds at most about 2 MiB while it echoes a 1 MiB body (the
+//!   body, then the answer), and about 17 KiB while it waits: size
+//!   `--max-conns` to the memory you have;
 //! - heads over 16 KiB and bodies over 1 MiB are refused (431, 413).
 //!
 //! The accept loop survives errors such as running out of file descriptors: it
@@ -45,6 +49,8 @@ mod chunked;
 mod conn;
 #[path = "http_echo/limits.rs"]
 mod limits;
+#[path = "http_echo/memory.rs"]
+mod memory;
 #[path = "http_echo/request.rs"]
 mod request;
 #[path = "http_echo/response.rs"]
@@ -66,7 +72,8 @@ const USAGE: &str = "usage: http_echo [--addr HOST:PORT] [--procs N] [--debug] [
   --procs           GOMAXPROCS, 1 to 1024 (default: the GOMAXPROCS variable, else every CPU)
   --debug           serve GET /debug/goroutines, the goroutine dump
   --max-conns       connections served at once, 1 to 10000000; one more gets 503 and is
-                    closed (default: the open-files limit less max(16, limit/16))
+                    closed (default: the open-files limit, less the descriptors open at
+                    start, less max(16, limit/16))
   --header-timeout  seconds for a request's head, from its first byte (default 10)
   --body-timeout    seconds for a request's body, from the end of its head (default 30)
   --write-timeout   seconds for writing the answers out to a client (default 30)
@@ -82,7 +89,8 @@ struct Options {
     timeouts: Timeouts,
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
+/// The options, or `None` for `--help`.
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
     let mut opts = Options {
         addr: "127.0.0.1:8080".to_owned(),
         procs: None,
@@ -93,7 +101,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
-            "--addr" => opts.addr = value()?,
+            "--addr" => opts.addr = address(&value()?)?,
             "--procs" => opts.procs = Some(count(&flag, &value()?, 1024)?),
             "--max-conns" => opts.max_conns = Some(count(&flag, &value()?, 10_000_000)?),
             "--header-timeout" => opts.timeouts.header = seconds(&flag, &value()?)?,
@@ -101,11 +109,21 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
             "--write-timeout" => opts.timeouts.write = seconds(&flag, &value()?)?,
             "--idle-timeout" => opts.timeouts.idle = seconds(&flag, &value()?)?,
             "--debug" => opts.debug = true,
-            "-h" | "--help" => return Err(String::new()),
+            "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    Ok(opts)
+    Ok(Some(opts))
+}
+
+/// An `--addr` value: `HOST:PORT` that resolves (a name, an IPv4 address or a
+/// bracketed IPv6 one).
+fn address(v: &str) -> Result<String, String> {
+    use std::net::ToSocketAddrs;
+    match v.to_socket_addrs() {
+        Ok(addrs) if addrs.len() > 0 => Ok(v.to_owned()),
+        _ => Err(format!("--addr wants HOST:PORT (port 0 to 65535), not {v:?}")),
+    }
 }
 
 /// A duration flag's value: seconds, finite, from 1 ms to a day (fractions are
@@ -119,22 +137,25 @@ fn seconds(flag: &str, v: &str) -> Result<Duration, String> {
     }
 }
 
-/// A count flag's value: a whole number from 1 to `max`.
+/// A count flag's value: a whole number from 1 to `max`, in digits only.
 fn count(flag: &str, v: &str, max: usize) -> Result<usize, String> {
+    let digits = !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit());
     match v.parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        Ok(n) if digits && (1..=max).contains(&n) => Ok(n),
         _ => Err(format!("{flag} wants a whole number from 1 to {max}, not {v:?}")),
     }
 }
 
 fn main() -> ExitCode {
+    memory::limit_arenas();
     let opts = match parse_args(std::env::args().skip(1)) {
-        Ok(opts) => opts,
+        Ok(Some(opts)) => opts,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(why) => {
-            if !why.is_empty() {
-                eprintln!("http_echo: {why}");
-            }
-            eprintln!("{USAGE}");
+            eprintln!("http_echo: {why}\n{USAGE}");
             return ExitCode::from(2);
         }
     };

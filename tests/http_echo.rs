@@ -199,7 +199,10 @@ fn bodies_up_to_one_mebibyte_echo_and_larger_get_413() {
     assert_eq!(reply.status, 200);
     assert!(reply.body == body, "1 MiB body not echoed intact");
 
-    let too_big = format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n", 1024 * 1024 + 1);
+    let too_big = format!(
+        "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+        1024 * 1024 + 1
+    );
     let answer = server.exchange_until_close(too_big.as_bytes());
     assert!(answer.starts_with("HTTP/1.1 413 "), "{answer}");
     assert!(answer.contains("Connection: close\r\n"));
@@ -208,7 +211,7 @@ fn bodies_up_to_one_mebibyte_echo_and_larger_get_413() {
 #[test]
 fn chunked_bodies_are_decoded_even_when_split_byte_by_byte() {
     let server = Server::start(&[]);
-    let wire = b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+    let wire = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
                  5;name=value\r\nhello\r\n8\r\n, chunks\r\n0\r\nX-Trailer: yes\r\n\r\n";
     let s = server.connect();
     s.set_nodelay(true).unwrap();
@@ -222,35 +225,38 @@ fn chunked_bodies_are_decoded_even_when_split_byte_by_byte() {
     assert_eq!(read_reply(&mut r).body, b"hello, world\n", "pipelined after chunks");
 
     // A chunked body over the limit is refused as soon as its size is known.
-    let huge = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n100001\r\n";
+    let huge = b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n100001\r\n";
     assert!(server.exchange_until_close(huge).starts_with("HTTP/1.1 413 "));
 }
 
 #[test]
 fn refused_requests_get_their_status_and_the_connection_closes() {
     let server = Server::start(&[]);
-    let big_header = format!("GET / HTTP/1.1\r\nX-Big: {}\r\n\r\n", "a".repeat(17 * 1024));
+    let big_header = format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n", "a".repeat(17 * 1024));
     let cases: Vec<(Vec<u8>, u16)> = vec![
         (big_header.into_bytes(), 431),
         (vec![b'a'; 20 * 1024], 431), // no line end at all, past the limit
         (b"GARBAGE\r\n\r\n".to_vec(), 400),
-        (b"GET / HTTP/1.1\r\nBad Header\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nBad Header\r\n\r\n".to_vec(), 400),
         (b"\x00\x01\x02\r\n\r\n".to_vec(), 400),
-        (b"GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n".to_vec(), 400),
         (
-            b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n".to_vec(),
+            b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n".to_vec(),
             400,
         ),
         (
-            b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(),
+            b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(),
             400,
         ),
-        (b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n".to_vec(), 501),
         (
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n".to_vec(),
+            b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n".to_vec(),
+            501,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n".to_vec(),
             400,
         ),
-        (b"GET / HTTP/1.1\r\nExpect: something\r\n\r\n".to_vec(), 417),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nExpect: something\r\n\r\n".to_vec(), 417),
     ];
     for (wire, status) in cases {
         let answer = server.exchange_until_close(&wire);
@@ -269,10 +275,10 @@ fn refused_requests_get_their_status_and_the_connection_closes() {
 fn unknown_methods_get_405_and_the_connection_stays_open() {
     let server = Server::start(&[]);
     let s = server.connect();
-    (&s).write_all(b"PUT /x HTTP/1.1\r\nContent-Length: 4\r\n\r\nbodyBREW / HTTP/1.1\r\n\r\n")
+    (&s).write_all(b"PUT /x HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nbodyBREW / HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
     (&s).write_all(get("/nowhere").as_bytes()).unwrap();
-    (&s).write_all(b"HEAD / HTTP/1.1\r\n\r\n").unwrap();
+    (&s).write_all(b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
     (&s).write_all(get("/").as_bytes()).unwrap();
     let mut r = BufReader::new(s);
     for method in ["PUT", "BREW"] {
@@ -337,7 +343,7 @@ fn debug_goroutines_only_with_debug() {
 fn expect_100_continue_and_http_1_0() {
     let server = Server::start(&[]);
     let s = server.connect();
-    (&s).write_all(b"POST / HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+    (&s).write_all(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
         .unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
     let mut line = String::new();
@@ -355,7 +361,8 @@ fn expect_100_continue_and_http_1_0() {
         .unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
     assert_eq!(read_reply(&mut r).status, 200);
-    (&s).write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
+    (&s).write_all(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
     assert_eq!(read_reply(&mut r).header("connection"), Some("close"));
 }
 
@@ -474,7 +481,7 @@ fn a_client_that_resets_mid_request_harms_nobody() {
     let server = Server::start(&[]);
     for _ in 0..20 {
         let s = server.connect();
-        (&s).write_all(b"POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\nabc")
+        (&s).write_all(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc")
             .unwrap();
         let _ = s.shutdown(Shutdown::Both);
     }
@@ -489,7 +496,7 @@ fn malformed_input_never_breaks_the_server() {
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestRunner};
     let server = Server::start(&[]);
-    let valid = b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".to_vec();
+    let valid = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".to_vec();
     let mangled = (0..valid.len(), any::<u8>(), 0..valid.len()).prop_map(move |(at, byte, cut)| {
         let mut v = valid.clone();
         v[at] = byte;
@@ -500,7 +507,7 @@ fn malformed_input_never_breaks_the_server() {
         prop::collection::vec(any::<u8>(), 0..4096),
         mangled,
         (1usize..64).prop_map(|kib| {
-            let mut v = b"GET / HTTP/1.1\r\nX-Pad: ".to_vec();
+            let mut v = b"GET / HTTP/1.1\r\nHost: t\r\nX-Pad: ".to_vec();
             v.resize(kib * 1024, b'p');
             v
         }),
@@ -647,38 +654,38 @@ fn head_framing_ambiguities_get_400_and_close() {
         (b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\n\r\nx", 400),
         (b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\nx", 400),
         (b"POST /echo HTTP/1.1\r\nHost: t\rContent-Length: 1\r\n\r\nx", 400),
-        (b"POST /echo HTTP/1.1\r\nContent-Length : 1\r\n\r\nx", 400),
+        (b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length : 1\r\n\r\nx", 400),
         (
-            b"POST /echo HTTP/1.1\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n",
             400,
         ),
-        (b"POST /echo HTTP/1.1\r\nContent-Length: 1\r\n 2\r\n\r\nx", 400),
+        (b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n 2\r\n\r\nx", 400),
         (
-            b"POST /echo HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx",
-            400,
-        ),
-        (
-            b"POST /echo HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: gzip\r\n\r\nx",
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx",
             400,
         ),
         (
-            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nTransfer-Encoding: gzip\r\n\r\nx",
             400,
         ),
         (
-            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
             400,
         ),
         (
-            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
             400,
         ),
         (
-            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
+            400,
+        ),
+        (
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
             501,
         ),
         (
-            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked;q=1\r\n\r\n0\r\n\r\n",
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked;q=1\r\n\r\n0\r\n\r\n",
             501,
         ),
         (b"\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 400),
@@ -837,7 +844,10 @@ fn slow_clients_at_the_descriptor_limit_keep_nobody_out_past_the_header_timeout(
     // turned away.
     let (mut got_503, mut got_408) = (0, 0);
     for mut s in slow {
-        let answer = read_to_close(&mut s);
+        // A connection dropped unanswered may be reset: it had sent bytes.
+        let mut all = Vec::new();
+        let _ = s.read_to_end(&mut all);
+        let answer = String::from_utf8_lossy(&all);
         match answer.get(..13) {
             Some("HTTP/1.1 503 ") => got_503 += 1,
             Some("HTTP/1.1 408 ") => got_408 += 1,
@@ -849,4 +859,103 @@ fn slow_clients_at_the_descriptor_limit_keep_nobody_out_past_the_header_timeout(
         "{got_408} slow connections were served at once"
     );
     assert!(got_503 + refused_503 >= 1, "nobody was turned away with 503");
+}
+
+#[test]
+fn http_1_1_requests_need_exactly_one_valid_host() {
+    let server = Server::start(&[]);
+    for raw in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a b/c@\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a:8x\r\n\r\n",
+    ] {
+        let answer = server.exchange_until_close(raw);
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{raw:?}: {answer:?}");
+    }
+    for raw in [
+        &b"GET / HTTP/1.0\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: \r\nConnection: close\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: [::1]:80\r\nConnection: close\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: example.com:8080\r\nConnection: close\r\n\r\n",
+    ] {
+        let answer = server.exchange_until_close(raw);
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{raw:?}: {answer:?}");
+    }
+}
+
+#[test]
+fn content_length_lists_must_repeat_one_value_with_no_empty_element() {
+    let server = Server::start(&[]);
+    for value in [",3", "3,", "3,,3", "3, 4"] {
+        let raw = format!("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: {value}\r\n\r\nabc");
+        let answer = server.exchange_until_close(raw.as_bytes());
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{value:?}: {answer:?}");
+    }
+    let raw = "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3, 3\r\nConnection: close\r\n\r\nabc";
+    let answer = server.exchange_until_close(raw.as_bytes());
+    assert!(
+        answer.starts_with("HTTP/1.1 200 ") && answer.ends_with("abc"),
+        "{answer:?}"
+    );
+}
+
+#[test]
+fn http_1_0_expectations_are_ignored() {
+    let server = Server::start(&[]);
+    for expect in ["100-continue", "something-else"] {
+        let raw = format!("POST / HTTP/1.0\r\nExpect: {expect}\r\nContent-Length: 3\r\n\r\nabc");
+        let answer = server.exchange_until_close(raw.as_bytes());
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{expect}: {answer:?}");
+        assert!(!answer.contains("100 Continue"), "{answer:?}");
+    }
+}
+
+#[test]
+fn empty_lines_after_a_request_leave_the_connection_idle() {
+    let server = Server::start(&["--header-timeout", "0.3", "--idle-timeout", "1"]);
+    let s = server.connect();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    (&s).write_all(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc\r\n")
+        .unwrap();
+    assert_eq!(read_reply(&mut r).status, 200);
+    let idle_from = Instant::now();
+    (&s).write_all(b"\r\n").unwrap();
+    let mut rest = String::new();
+    r.read_to_string(&mut rest).unwrap();
+    assert_eq!(rest, "", "empty lines are not a request to time out");
+    assert!(
+        idle_from.elapsed() >= Duration::from_millis(800),
+        "{:?}",
+        idle_from.elapsed()
+    );
+}
+
+#[test]
+fn help_goes_to_stdout_and_malformed_counts_and_addresses_are_usage_errors() {
+    let out = Command::new(common::example_bin("http_echo"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--header-timeout"));
+    for args in [
+        &["--procs", "+2"][..],
+        &["--max-conns", "+5"],
+        &["--max-conns", ""],
+        &["--addr", "foo"],
+        &["--addr", ""],
+        &["--addr", "127.0.0.1:99999"],
+        &["--addr", "127.0.0.1:-1"],
+    ] {
+        let out = Command::new(common::example_bin("http_echo"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("usage: http_echo"),
+            "{args:?}"
+        );
+    }
 }

@@ -133,6 +133,7 @@ impl Conn {
                 if let BodyBytes::Buffered(range) = body {
                     self.input.consume(range.len());
                 }
+                self.input.skip_empty_lines();
                 if self.input.data().is_empty() {
                     self.phase = Phase::Idle;
                 } else {
@@ -155,7 +156,14 @@ impl Conn {
             }
             match self.fill() {
                 Ok(0) => return Ok(()),
-                Ok(_) if self.phase == Phase::Idle => self.enter(Phase::Head),
+                Ok(_) if self.phase == Phase::Idle => {
+                    // Empty lines between requests are skipped (RFC 9112
+                    // §2.2) and leave the connection idle, on the same deadline.
+                    self.input.skip_empty_lines();
+                    if !self.input.data().is_empty() {
+                        self.enter(Phase::Head);
+                    }
+                }
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                     return if self.pending.is_some() || !self.input.data().is_empty() {
@@ -195,6 +203,7 @@ impl Conn {
         let body = match &mut p.body {
             BodyState::Length(n) => {
                 let n = *n;
+                self.input.reserve(n);
                 (self.input.data().len() >= n).then_some(BodyBytes::Buffered(0..n))
             }
             BodyState::Chunked(decoder) => {
@@ -253,6 +262,11 @@ impl Conn {
             }
         }
         self.out.clear();
+        // A large answer grew the buffer; a waiting connection keeps only the
+        // usual size.
+        if self.out.capacity() > 4 * READ_SIZE {
+            self.out = Vec::with_capacity(READ_SIZE);
+        }
         result
     }
 
@@ -341,14 +355,37 @@ impl InputBuffer {
         }
     }
 
+    /// Drops the empty lines (CRLF) at the front.
+    fn skip_empty_lines(&mut self) {
+        let n = self.data().chunks_exact(2).take_while(|pair| pair == b"\r\n").count();
+        self.consume(2 * n);
+    }
+
+    /// Makes room for `want` unconsumed bytes (a body of known length) and a
+    /// read's worth beyond, growing to that size and no more.
+    fn reserve(&mut self, want: usize) {
+        let room = want + READ_SIZE / 4;
+        if self.buf.len() - self.start < room {
+            self.compact();
+            if self.buf.len() < room {
+                self.buf.resize(room, 0);
+            }
+        }
+    }
+
+    /// Moves the unconsumed bytes to the front.
+    fn compact(&mut self) {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+    }
+
     /// Reads once from `src` into free space (moving unconsumed bytes to the
     /// front, or growing, to make at least `READ_SIZE / 4` free). Returns the
     /// bytes read; 0 means end of stream.
     fn fill(&mut self, src: &mut impl Read) -> io::Result<usize> {
         if self.buf.len() - self.end < READ_SIZE / 4 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
+            self.compact();
             if self.buf.len() - self.end < READ_SIZE / 4 {
                 self.buf.resize(self.buf.len() * 2, 0);
             }

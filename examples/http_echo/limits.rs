@@ -39,20 +39,29 @@ impl Default for Timeouts {
     }
 }
 
-/// File descriptors kept back from connections out of a limit of `nofile`:
-/// at least 16 (standard streams, the listener, the poller and its wake-up
-/// descriptor, the runtime's signal pipe, `/proc` reads, and the connections
-/// being refused with a 503), or a sixteenth of the limit when that is more.
+/// File descriptors kept back from connections, beyond those open when the
+/// server starts, out of a limit of `nofile`: at least 16, or a sixteenth of
+/// the limit when that is more. Half of them may hold connections being
+/// refused with a 503; the rest are for the runtime's own needs (`/proc`
+/// reads for a goroutine dump, a thread's signal stack).
 pub fn spare_fds(nofile: u64) -> u64 {
     (nofile / 16).max(16)
 }
 
-/// The default `--max-conns`: the soft `RLIMIT_NOFILE` less [`spare_fds`], at
-/// least 1 (256 descriptors give 240 connections, 1024 give 960, 65536 give
-/// 61440).
+/// The default `--max-conns`: the soft `RLIMIT_NOFILE`, less the descriptors
+/// open at start (the standard streams, the listener, the poller, ...: 8 in a
+/// plain start), less [`spare_fds`]; at least 1. With 8 open at start, 256
+/// descriptors give 232 connections, 1024 give 952, 65536 give 61432.
 pub fn default_max_conns() -> usize {
     let nofile = open_files_limit();
-    usize::try_from(nofile.saturating_sub(spare_fds(nofile)).max(1)).unwrap_or(usize::MAX)
+    let taken = open_fds() + spare_fds(nofile);
+    usize::try_from(nofile.saturating_sub(taken).max(1)).unwrap_or(usize::MAX)
+}
+
+/// How many descriptors the process has open (`/proc/self/fd`, less the one
+/// reading it); 0 if that cannot be read.
+fn open_fds() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count().saturating_sub(1) as u64)
 }
 
 /// The soft limit on open files (`RLIMIT_NOFILE`); an unlimited or unknown

@@ -11,14 +11,18 @@
 //!   by LF, whitespace between a field name and its colon, a folded (obs-fold)
 //!   or indented field line, a control byte in a value;
 //! - both `Transfer-Encoding` and `Content-Length`;
-//! - `Content-Length` values that disagree or are not plain decimal digits;
+//! - `Content-Length` values that disagree or are not plain decimal digits
+//!   (a list of equal values is one value; an empty list element is refused);
 //! - `chunked` anywhere but as the final coding, or more than once (across
 //!   fields too);
-//! - a framing field whose value is empty or blank.
+//! - a framing field whose value is empty or blank;
+//! - an HTTP/1.1 request without exactly one valid `Host` (RFC 9112 §3.2):
+//!   a proxy and this server could route it to different hosts.
 //!
 //! A transfer coding other than `chunked` (with `chunked` last or absent) is
 //! 501: understood framing, unimplemented coding. An HTTP/1.0 request with
-//! `Transfer-Encoding` is answered and its connection closed (RFC 9112 §6.1).
+//! `Transfer-Encoding` is answered and its connection closed (RFC 9112 §6.1);
+//! its `Expect` is ignored (RFC 9110 §10.1.1).
 
 use std::fmt;
 use std::mem::MaybeUninit;
@@ -135,7 +139,12 @@ fn head(
     };
     let fields = Fields::read(req.headers)?;
     let body = fields.body()?;
-    if fields.expect_other {
+    if version == 1 && fields.hosts != 1 {
+        return Err(HttpError::new(400, "an HTTP/1.1 request needs exactly one Host"));
+    }
+    // HTTP/1.0 knows no expectations: its `Expect` is ignored.
+    let expect_continue = version == 1 && fields.expect_continue;
+    if version == 1 && fields.expect_other {
         return Err(HttpError::new(417, "expectation failed"));
     }
     Ok(Some(Head {
@@ -154,7 +163,7 @@ fn head(
             // HTTP/1.0 has no transfer codings: its framing is suspect.
             fields.connection_keep_alive && !fields.transfer_encoding
         },
-        expect_continue: fields.expect_continue,
+        expect_continue,
     }))
 }
 
@@ -197,6 +206,8 @@ struct Fields {
     expect_continue: bool,
     /// An `Expect` other than `100-continue`.
     expect_other: bool,
+    /// `Host` fields seen.
+    hosts: usize,
 }
 
 impl Fields {
@@ -213,6 +224,11 @@ impl Fields {
                     f.connection_close |= token.eq_ignore_ascii_case(b"close");
                     f.connection_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
                 }
+            } else if name.eq_ignore_ascii_case("host") {
+                if !valid_host(h.value) {
+                    return Err(HttpError::new(400, "invalid Host"));
+                }
+                f.hosts += 1;
             } else if name.eq_ignore_ascii_case("expect") {
                 if trim(h.value).eq_ignore_ascii_case(b"100-continue") {
                     f.expect_continue = true;
@@ -226,11 +242,12 @@ impl Fields {
 
     fn add_content_length(&mut self, value: &[u8]) -> Result<(), HttpError> {
         // `Content-Length: 5, 5` and repeated equal fields are allowed; any
-        // disagreement is not.
+        // disagreement is not, nor an empty element (`,5`), which a lax parser
+        // in front could read as 0.
         if list(value).next().is_none() {
             return Err(HttpError::new(400, "empty Content-Length"));
         }
-        for token in list(value) {
+        for token in value.split(|&b| b == b',').map(trim) {
             let n = parse_decimal(token).ok_or(HttpError::new(400, "bad Content-Length"))?;
             if self.content_length.is_some_and(|m| m != n) {
                 return Err(HttpError::new(400, "conflicting Content-Length"));
@@ -293,6 +310,27 @@ fn trim(bytes: &[u8]) -> &[u8] {
         (Some(s), Some(e)) => &bytes[s..=e],
         _ => &[],
     }
+}
+
+/// A `Host` value (RFC 9110 §7.2: `uri-host [ ":" port ]`): empty (allowed
+/// for an authority-less target) or the bytes of a reg-name, an IPv4 address
+/// or a bracketed IP literal, with an optional decimal port. Whitespace,
+/// `/`, `@`, `?`, `#` and control bytes are refused.
+fn valid_host(value: &[u8]) -> bool {
+    let value = trim(value);
+    let (host, port) = match value.iter().rposition(|&b| b == b':') {
+        // The colon of an IPv6 literal is inside the brackets.
+        Some(i) if !value[i..].contains(&b']') => (&value[..i], Some(&value[i + 1..])),
+        _ => (value, None),
+    };
+    let host_ok = match host {
+        [b'[', inner @ .., b']'] => inner.iter().all(|&b| b.is_ascii_hexdigit() || b":.".contains(&b)),
+        _ => host
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b)),
+    };
+    let port_ok = port.map_or(true, |p| p.iter().all(u8::is_ascii_digit));
+    host_ok && port_ok && !(host.is_empty() && port.is_some())
 }
 
 /// A decimal length: digits only (no sign, no spaces), no overflow.
