@@ -48,6 +48,7 @@ pub(crate) mod g;
 pub(crate) mod gfree;
 mod globrunq;
 mod handover;
+mod heap_trim;
 pub(crate) mod idle;
 pub(crate) mod lock;
 mod lockosthread;

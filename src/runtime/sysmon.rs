@@ -39,6 +39,9 @@
 //! - **idle stacks**: runs the stack scavenger (`scavenge.rs`), which gives
 //!   back the memory of free stacks that sat unused for a whole second, a chunk
 //!   per look;
+//! - **idle heap**: once every P has idled for a second after Gs ran, asks
+//!   glibc's malloc to give its free memory back (`heap_trim.rs`), at most
+//!   every 5 s;
 //! - **schedtrace**: prints `GODEBUG=schedtrace` reports.
 //!
 //! It sleeps 20 µs between looks, and after 1 ms without anything to do doubles
@@ -47,7 +50,8 @@
 //! When every P is idle there is nothing to watch: it sleeps until an M takes a P
 //! ([`Sysmon::p_acquired`]), waking only to retire idle Ms, for a timer
 //! that no M watches (Go's "deep sleep", which also ends at the next timer),
-//! and for the scavenger while free stacks may still hold pages.
+//! for the scavenger while free stacks may still hold pages, and once for the
+//! heap trim after Gs ran.
 //! It then goes on at the pace it had: a workload whose Ps all idle between
 //! bursts (HTTP at 64 connections) otherwise restarted the 20 µs pace at every
 //! burst, 6.7k sysmon wake-ups in 4.5 s instead of 0.5k. A look that came early
@@ -61,6 +65,7 @@
 //! Thread: only the sysmon thread runs [`run`]; the rest of the runtime reaches
 //! it through [`Sysmon::syscall_entered`].
 
+use super::heap_trim::HeapTrim;
 use super::note::Note;
 use super::ownership::try_take_running;
 use super::p::{PState, PStatus, P};
@@ -196,6 +201,7 @@ fn run(s: &'static Sched) -> ! {
     // This look came early, only for the network's 1 ms rule.
     let mut early_for_network = false;
     let mut scavenger = Scavenger::new(s.nanotime());
+    let mut heap_trim = HeapTrim::new(!s.godebug.no_heap_trim);
     loop {
         let now = s.nanotime();
         super::coarse_clock::tick(now);
@@ -209,6 +215,7 @@ fn run(s: &'static Sched) -> ! {
         let acted = looked.taken > 0;
         retire_idle_ms(s);
         let scavenge_due = scavenger.look(&s.stacks, now);
+        let trim_due = heap_trim.look(s, now);
         if trace_ns > 0 && now >= next_trace {
             let report = super::trace::render(s);
             // One write per report so lines from concurrent writers do not interleave.
@@ -226,7 +233,12 @@ fn run(s: &'static Sched) -> ! {
         // (10 ms) pace late; never sooner than the shortest pace, so a P that
         // cannot be taken yet does not make sysmon spin.
         let now = s.nanotime();
-        let due = looked.next_due.min(netpoll_due).min(timer_due).min(scavenge_due);
+        let due = looked
+            .next_due
+            .min(netpoll_due)
+            .min(timer_due)
+            .min(scavenge_due)
+            .min(trim_due);
         let due = Duration::from_nanos(due.saturating_sub(now));
         let mut sleep = delay.min(due.max(MIN_DELAY));
         if trace_ns > 0 {
@@ -238,7 +250,7 @@ fn run(s: &'static Sched) -> ! {
         // after every request, and the next request's M would have to wake it
         // on its way to the G (`p_acquired`): 10 -> 35 µs of CPU and 16 -> 49 µs
         // round trip per request at one request per ms.
-        if trace_ns == 0 && !early_for_network && deep_sleep(s, timer_due, &scavenger) {
+        if trace_ns == 0 && !early_for_network && deep_sleep(s, timer_due, &scavenger, &mut heap_trim) {
             // Every P idled: whoever holds one now starts a fresh count (a G back
             // from a blocking call may hold it without a switch to show for it).
             let now = s.nanotime();
@@ -260,9 +272,10 @@ fn run(s: &'static Sched) -> ! {
 /// after [`M_IDLE_RETIRE`] if there are idle Ms that may retire, at
 /// `timer_due` (from [`timers_if_unwatched`]) for a timer that no M watches, as
 /// Go's sysmon sleeps no later than the next timer, and for the stack
-/// scavenger's next look. That one is read after every P was seen idle, so it
-/// counts the stacks the last running G gave back.
-fn deep_sleep(s: &Sched, timer_due: u64, scavenger: &Scavenger) -> bool {
+/// scavenger's and the heap trim's next looks. Those are read after every P
+/// was seen idle, so they count the stacks the last running G gave back and
+/// the work it did.
+fn deep_sleep(s: &Sched, timer_due: u64, scavenger: &Scavenger, heap_trim: &mut HeapTrim) -> bool {
     let all_idle = || s.idle.npidle() as usize == s.gomaxprocs();
     if !all_idle() {
         return false;
@@ -273,7 +286,10 @@ fn deep_sleep(s: &Sched, timer_due: u64, scavenger: &Scavenger) -> bool {
         return false;
     }
     let mut limit = (s.idle.nmidle() > 0).then_some(M_IDLE_RETIRE);
-    let due = timer_due.min(scavenger.next_look(&s.stacks, s.nanotime()));
+    let now = s.nanotime();
+    let due = timer_due
+        .min(scavenger.next_look(&s.stacks, now))
+        .min(heap_trim.next_look(s, now));
     if due != u64::MAX {
         let to_due = Duration::from_nanos(due.saturating_sub(s.nanotime()));
         limit = Some(limit.map_or(to_due, |l| l.min(to_due)));

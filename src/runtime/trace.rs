@@ -17,6 +17,8 @@ pub(crate) struct Godebug {
     pub(crate) scheddetail: bool,
     /// `deadlock=0` turns the deadlock report off.
     pub(crate) no_deadlock_report: bool,
+    /// `heaptrim=0` turns the heap trim off (`heap_trim.rs`).
+    pub(crate) no_heap_trim: bool,
 }
 
 impl Godebug {
@@ -49,6 +51,11 @@ impl Godebug {
                     "0" => g.no_deadlock_report = true,
                     "1" => g.no_deadlock_report = false,
                     _ => warn(format!("deadlock={val:?} must be 0 or 1; ignored")),
+                },
+                "heaptrim" => match val {
+                    "0" => g.no_heap_trim = true,
+                    "1" => g.no_heap_trim = false,
+                    _ => warn(format!("heaptrim={val:?} must be 0 or 1; ignored")),
                 },
                 _ => {}
             }
@@ -173,7 +180,7 @@ mod tests {
     #[test]
     fn godebug_parsing() {
         let mut warnings = Vec::new();
-        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1,deadlock=0", |w| {
+        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1,deadlock=0,heaptrim=0", |w| {
             warnings.push(w)
         });
         assert_eq!(
@@ -182,11 +189,14 @@ mod tests {
                 schedtrace_ms: 250,
                 scheddetail: true,
                 no_deadlock_report: true,
+                no_heap_trim: true,
             }
         );
         assert!(warnings.is_empty());
-        let g = Godebug::parse("schedtrace=abc,scheddetail=yes,deadlock=no", |w| warnings.push(w));
+        let g = Godebug::parse("schedtrace=abc,scheddetail=yes,deadlock=no,heaptrim=off", |w| {
+            warnings.push(w)
+        });
         assert_eq!(g, Godebug::default());
-        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
     }
 }
