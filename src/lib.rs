@@ -72,18 +72,16 @@
 
 #![warn(missing_docs)]
 
-mod blocking;
 pub mod chan;
 mod local;
 pub mod net;
-pub(crate) mod netpoll;
 pub mod runtime;
 mod spawn;
 pub mod sync;
 pub mod time;
 
-pub use blocking::blocking;
 pub use local::LocalKey;
+pub use runtime::sched::syscall::blocking;
 pub use spawn::{current, spawn, yield_now, Builder, GoId, JoinHandle};
 #[doc(hidden)]
 pub use spawn::{go as __go, go_with as __go_with};
@@ -91,7 +89,7 @@ pub use spawn::{go as __go, go_with as __go_with};
 /// Internals exposed only for `benches/` (not part of the API, no stability).
 #[doc(hidden)]
 pub mod __bench {
-    pub use crate::runtime::runq::{RunQueue, RING_CAP};
+    pub use crate::runtime::queue::runq::{RunQueue, RING_CAP};
 }
 
 /// Starts a goroutine, like Go's `go` statement: `goro::go!(|| expr)` or

@@ -12,17 +12,17 @@
 //! reads the slot through [`TaskHead<T>`], a `#[repr(C)]` prefix of every
 //! `Task<F, T>`, which puts the slot at the same offset whatever `F` is.
 
-use crate::runtime::g::{GRef, Spawn, Switch, WaitReason};
-use crate::runtime::gfree::gfget;
-use crate::runtime::m::{current_g, current_m};
-use crate::runtime::ownership::with_p;
-use crate::runtime::p::{bump, P};
-use crate::runtime::park::{Parker, Waiter};
-use crate::runtime::sched::sched;
-use crate::runtime::stack::MAX_STACK_SIZE;
+use crate::runtime::sched::m::{current_g, current_m};
+use crate::runtime::sched::mpark::wakep;
+use crate::runtime::sched::ownership::with_p;
+use crate::runtime::sched::p::{bump, P};
+use crate::runtime::sched::state::sched;
+use crate::runtime::task::g::{GRef, Spawn, Switch, WaitReason};
+use crate::runtime::task::gfree::gfget;
 use crate::runtime::task::locals::destroy_running;
+use crate::runtime::task::stack::MAX_STACK_SIZE;
 use crate::runtime::task::{TaskHeader, TaskRef, TaskVtable};
-use crate::runtime::wake::wakep;
+use crate::runtime::wait::park::{Parker, Waiter};
 use std::any::Any;
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -312,11 +312,11 @@ impl Builder {
                 "goroutine name contains a NUL byte",
             ));
         }
-        crate::runtime::preempt::check();
+        crate::runtime::sched::preempt::check();
         let s = sched();
         let stack_size = self
             .stack_size
-            .map_or(s.config.stack_size, crate::runtime::stack::round_size);
+            .map_or(s.config.stack_size, crate::runtime::task::stack::round_size);
         let spawn = Spawn {
             name: self.name.map(String::into_boxed_str),
             stack_size,
@@ -468,7 +468,7 @@ fn count_completed() {
 fn creator() -> u64 {
     match current_g().or_else(|| current_m().and_then(|m| m.syscallg())) {
         Some(g) => g.id(),
-        None => crate::runtime::monitor::creators::this_thread(),
+        None => crate::runtime::task::creators::this_thread(),
     }
 }
 
@@ -599,7 +599,7 @@ impl<T> JoinHandle<T> {
     /// `Err(payload)` if the goroutine panicked: the value passed to `panic!`
     /// (a `&'static str` or a `String` for a message), as `std::thread` gives it.
     pub fn join(self) -> Result<T, Box<dyn Any + Send + 'static>> {
-        crate::runtime::preempt::check();
+        crate::runtime::sched::preempt::check();
         let slot = self.slot();
         loop {
             if self.task.finished() {

@@ -21,10 +21,10 @@
 //! the lock its waker holds.
 
 use super::error::{RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
-use crate::runtime::g::WaitReason;
-use crate::runtime::lock::{RawGuard, RawMutex};
-use crate::runtime::park::Waiter;
-use crate::runtime::waitq::{block, Sudog, WaitQueue};
+use crate::runtime::sys::lock::{RawGuard, RawMutex};
+use crate::runtime::task::g::WaitReason;
+use crate::runtime::wait::park::Waiter;
+use crate::runtime::wait::waitq::{block, Sudog, WaitQueue};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -18,10 +18,10 @@
 use super::channel::{wake_one, Chan, Wake};
 use super::error::{RecvError, SendError};
 use super::{Receiver, Sender};
-use crate::runtime::g::WaitReason;
-use crate::runtime::lock::RawMutex;
-use crate::runtime::park::{Claim, Parker};
-use crate::runtime::waitq::Sudog;
+use crate::runtime::sys::lock::RawMutex;
+use crate::runtime::task::g::WaitReason;
+use crate::runtime::wait::park::{Claim, Parker};
+use crate::runtime::wait::waitq::Sudog;
 use std::cell::Cell;
 
 /// Per-select scratch the cases share with the select loop. Opaque outside.
@@ -263,7 +263,7 @@ impl Drop for LockSet<'_> {
 /// none if `has_default` and nothing was ready. See the module docs.
 #[doc(hidden)]
 pub fn select(cases: &[&dyn Case], has_default: bool) {
-    crate::runtime::preempt::check();
+    crate::runtime::sched::preempt::check();
     if cases.is_empty() {
         if has_default {
             return;

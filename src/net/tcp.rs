@@ -1,8 +1,8 @@
 //! `TcpListener` and `TcpStream` on the netpoller.
 
 use super::{rawio, sockaddr};
-use crate::netpoll::{Dir, Registered};
-use crate::runtime::sched::sched;
+use crate::runtime::netpoll::{Dir, Registered};
+use crate::runtime::sched::state::sched;
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
@@ -718,7 +718,7 @@ mod tests {
     #[test]
     fn sockets_do_not_leak_descriptors() {
         // The runtime's own descriptors (poller, monitor pipe) exist from its start.
-        crate::runtime::sched::sched();
+        crate::runtime::sched::state::sched();
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let before = open_fds();

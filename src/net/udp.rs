@@ -1,6 +1,6 @@
 //! `UdpSocket` on the netpoller.
 
-use crate::netpoll::{Dir, Registered};
+use crate::runtime::netpoll::{Dir, Registered};
 use std::fmt;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};

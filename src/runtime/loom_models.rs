@@ -15,10 +15,10 @@
 //! on the M's side, `take` on sysmon's or a stop-the-world's), with both barriers
 //! as `SeqCst` fences (the fallback when `membarrier` is unavailable).
 
-use super::idle::Idle;
-use super::note::Note;
-use super::runq::{RunQueue, RING_CAP};
-use super::timers::NO_TIMER;
+use super::queue::idle::Idle;
+use super::queue::runq::{RunQueue, RING_CAP};
+use super::sched::timers::NO_TIMER;
+use super::sys::note::Note;
 use loom::sync::atomic::{fence, AtomicBool, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
@@ -419,8 +419,8 @@ fn loom_timer_added_to_a_handed_off_p_is_watched() {
 }
 
 /// A P state word held by a pretend M at address 8 (Ms are 8-aligned).
-fn held() -> super::p::PState {
-    super::p::PState(8 | super::p::PStatus::Running as usize)
+fn held() -> super::sched::p::PState {
+    super::sched::p::PState(8 | super::sched::p::PStatus::Running as usize)
 }
 
 /// An M leaves the runtime to run its G, then enters again (and touches its P if
@@ -429,9 +429,9 @@ fn held() -> super::p::PState {
 /// that lost its P knows it, and the taker's verdict is what the M sees next.
 #[test]
 fn loom_retake_handshake_never_shares_the_p() {
-    use super::ownership::{enter, leave, still_held, take};
-    use super::p::{PState, PStatus};
-    use super::sync_prims::{AtomicU32, AtomicUsize};
+    use super::sched::ownership::{enter, leave, still_held, take};
+    use super::sched::p::{PState, PStatus};
+    use super::sys::sync_prims::{AtomicU32, AtomicUsize};
     use loom::cell::UnsafeCell;
     loom::model(|| {
         let state = Arc::new(AtomicUsize::new(held().0));
@@ -471,9 +471,9 @@ fn loom_retake_handshake_never_shares_the_p() {
 /// tries to take it: the taker must not commit a P the M already released.
 #[test]
 fn loom_retake_loses_to_the_ms_own_transition() {
-    use super::ownership::{leave, take};
-    use super::p::{PState, PStatus};
-    use super::sync_prims::{AtomicU32, AtomicUsize};
+    use super::sched::ownership::{leave, take};
+    use super::sched::p::{PState, PStatus};
+    use super::sys::sync_prims::{AtomicU32, AtomicUsize};
     loom::model(|| {
         let state = Arc::new(AtomicUsize::new(held().0));
         let depth = Arc::new(AtomicU32::new(1));
@@ -498,8 +498,8 @@ fn loom_retake_loses_to_the_ms_own_transition() {
 fn loom_raw_mutex_excludes_and_wakes_sleepers() {
     use loom::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     loom::model(|| {
-        let m = Arc::new((super::lock::RawMutex::new(), AtomicUsize::new(0)));
-        let bump = |m: &(super::lock::RawMutex, AtomicUsize)| {
+        let m = Arc::new((super::sys::lock::RawMutex::new(), AtomicUsize::new(0)));
+        let bump = |m: &(super::sys::lock::RawMutex, AtomicUsize)| {
             let _g = m.0.guard();
             let v = m.1.load(Relaxed);
             m.1.store(v + 1, Relaxed);

@@ -41,54 +41,22 @@
 //! that finds and runs Gs) → `park` (how a G waits and is readied) → `stack`
 //! (where its stack came from and goes back to).
 
-pub(crate) mod coarse_clock;
-mod config;
-pub(crate) mod futex;
-pub(crate) mod g;
-pub(crate) mod gfree;
-mod globrunq;
-mod handover;
-mod heap_trim;
-pub(crate) mod idle;
-pub(crate) mod lock;
-mod lockosthread;
 #[cfg(all(test, loom))]
 mod loom_models;
-pub(crate) mod m;
 pub(crate) mod monitor;
-pub(crate) mod note;
-pub(crate) mod os_threads;
-pub(crate) mod ownership;
-pub(crate) mod p;
-mod panics;
-pub(crate) mod park;
-mod pollspin;
-pub(crate) mod preempt;
-mod procresize;
-mod quadheap;
-pub(crate) mod runq;
-mod scavenge;
+pub(crate) mod netpoll;
+pub(crate) mod queue;
 pub(crate) mod sched;
-mod schedule;
-mod signal;
-pub(crate) mod stack;
-pub(crate) mod stats;
-pub(crate) mod sync_prims;
-mod sysmon;
+pub(crate) mod sys;
 pub(crate) mod task;
-mod template;
-pub(crate) mod thread_waits;
-pub(crate) mod timers;
-mod trace;
-pub(crate) mod waitq;
-pub(crate) mod wake;
+pub(crate) mod wait;
 
-pub use config::{AlreadyStarted, Config};
-pub use g::WaitReason;
-pub use lockosthread::{lock_os_thread, unlock_os_thread};
 pub use monitor::dump::{goroutines, write_goroutines, GoState, GoroutineInfo};
-pub use procresize::set_gomaxprocs;
-pub use stats::{ProcStats, Stats};
+pub use monitor::stats::{ProcStats, Stats};
+pub use sched::config::{AlreadyStarted, Config};
+pub use sched::lockosthread::{lock_os_thread, unlock_os_thread};
+pub use sched::procresize::set_gomaxprocs;
+pub use task::g::WaitReason;
 
 /// GOMAXPROCS: the number of Ps, i.e. how many goroutines can run in parallel
 /// (Go's `runtime.GOMAXPROCS(0)`). Starts the runtime if it is not running.
@@ -102,7 +70,7 @@ pub use stats::{ProcStats, Stats};
 /// assert_eq!(goro::runtime::stats().procs.len(), n);
 /// ```
 pub fn gomaxprocs() -> usize {
-    sched::sched().gomaxprocs()
+    sched::state::sched().gomaxprocs()
 }
 
 /// The number of live goroutines (Go's `runtime.NumGoroutine`).
@@ -125,7 +93,7 @@ pub fn gomaxprocs() -> usize {
 /// assert_eq!(goro::runtime::num_goroutine(), 0);
 /// ```
 pub fn num_goroutine() -> usize {
-    stats::collect(sched::sched()).live as usize
+    monitor::stats::collect(sched::state::sched()).live as usize
 }
 
 /// A snapshot of the scheduler's counters: goroutines spawned and finished, steals,
@@ -143,5 +111,5 @@ pub fn num_goroutine() -> usize {
 /// assert_eq!(s.procs.len(), goro::runtime::gomaxprocs());
 /// ```
 pub fn stats() -> Stats {
-    stats::collect(sched::sched())
+    monitor::stats::collect(sched::state::sched())
 }

@@ -5,11 +5,11 @@
 //! always finds it: no lost notification. It is woken only by a notification (or
 //! its timeout): no spurious wake-ups.
 
-use super::guarded::{pop_all, wait_in, wait_in_timeout, Guarded};
 use super::mutex::MutexGuard;
-use crate::runtime::g::WaitReason;
-use crate::runtime::sync_prims::const_unless_loom;
-use crate::runtime::waitq::WaitQueue;
+use crate::runtime::sys::sync_prims::const_unless_loom;
+use crate::runtime::task::g::WaitReason;
+use crate::runtime::wait::guarded::{pop_all, wait_in, wait_in_timeout, Guarded};
+use crate::runtime::wait::waitq::WaitQueue;
 use std::fmt;
 use std::time::Duration;
 

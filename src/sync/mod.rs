@@ -36,7 +36,6 @@
 //! ```
 
 mod condvar;
-pub(crate) mod guarded;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod mutex;

@@ -8,10 +8,10 @@
 //! All bookkeeping is behind the wait lists' runtime lock (held for a few
 //! instructions).
 
-use super::guarded::{pop_all, wait_in, Guarded};
-use crate::runtime::g::WaitReason;
-use crate::runtime::sync_prims::const_unless_loom;
-use crate::runtime::waitq::WaitQueue;
+use crate::runtime::sys::sync_prims::const_unless_loom;
+use crate::runtime::task::g::WaitReason;
+use crate::runtime::wait::guarded::{pop_all, wait_in, Guarded};
+use crate::runtime::wait::waitq::WaitQueue;
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};

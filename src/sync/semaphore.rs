@@ -3,10 +3,10 @@
 //! Waiters queue FIFO and a released permit is handed straight to the head waiter,
 //! so a stream of newcomers cannot starve it.
 
-use super::guarded::{wait_in, Guarded};
-use crate::runtime::g::WaitReason;
-use crate::runtime::sync_prims::const_unless_loom;
-use crate::runtime::waitq::WaitQueue;
+use crate::runtime::sys::sync_prims::const_unless_loom;
+use crate::runtime::task::g::WaitReason;
+use crate::runtime::wait::guarded::{wait_in, Guarded};
+use crate::runtime::wait::waitq::WaitQueue;
 use std::fmt;
 use std::sync::Arc;
 

@@ -4,9 +4,9 @@
 //! The counter and the waiters are behind one runtime lock. When the counter
 //! reaches zero every waiter is released; the group can then be reused.
 
-use super::guarded::{pop_all, wait_in, Guarded};
-use crate::runtime::g::WaitReason;
-use crate::runtime::waitq::WaitQueue;
+use crate::runtime::task::g::WaitReason;
+use crate::runtime::wait::guarded::{pop_all, wait_in, Guarded};
+use crate::runtime::wait::waitq::WaitQueue;
 use std::fmt;
 use std::sync::Arc;
 

@@ -36,11 +36,11 @@
 //! assert!(ticks >= 1);
 //! ```
 
-use crate::runtime::g::WaitReason;
-use crate::runtime::m::current_g;
-use crate::runtime::park::{OnDrop, Parker};
-use crate::runtime::sched::sched;
-use crate::runtime::timers::{add_timer_parked, Action};
+use crate::runtime::sched::m::current_g;
+use crate::runtime::sched::state::sched;
+use crate::runtime::sched::timers::{add_timer_parked, Action};
+use crate::runtime::task::g::WaitReason;
+use crate::runtime::wait::park::{OnDrop, Parker};
 use std::time::Duration;
 
 mod timer;
@@ -69,7 +69,7 @@ pub use timer::{after, after_func, tick, Ticker, Timer};
 /// assert!(start.elapsed() >= Duration::from_millis(5));
 /// ```
 pub fn sleep(d: Duration) {
-    crate::runtime::preempt::check();
+    crate::runtime::sched::preempt::check();
     let Some(g) = current_g() else {
         return std::thread::sleep(d);
     };

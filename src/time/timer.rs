@@ -21,8 +21,8 @@
 //! atomic mirror of the armed generation kept in step under the state lock.
 
 use crate::chan::{self, Receiver, Sender};
-use crate::runtime::sched::sched;
-use crate::runtime::timers::{add_timer, Action, Fire};
+use crate::runtime::sched::state::sched;
+use crate::runtime::sched::timers::{add_timer, Action, Fire};
 use crate::spawn::Origin;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

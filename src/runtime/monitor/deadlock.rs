@@ -37,10 +37,10 @@
 //! as long as nothing else changes: such a thread may exit without any event
 //! goro would see.
 
-use crate::runtime::g::{Status, WaitReason};
-use crate::runtime::os_threads;
-use crate::runtime::sched::Sched;
-use crate::runtime::thread_waits;
+use crate::runtime::sched::state::Sched;
+use crate::runtime::sys::os_threads;
+use crate::runtime::task::g::{Status, WaitReason};
+use crate::runtime::wait::thread_waits;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
@@ -88,7 +88,7 @@ pub(crate) fn start(s: &'static Sched) {
 
 /// The check may be due: see the module docs.
 pub(crate) fn poke() {
-    let Some(s) = crate::runtime::sched::try_sched() else {
+    let Some(s) = crate::runtime::sched::state::try_sched() else {
         return;
     };
     if PIPE_W.load(Ordering::Acquire) < 0 {
@@ -97,7 +97,7 @@ pub(crate) fn poke() {
     if s.godebug.no_deadlock_report
         || !thread_waits::any_untimed()
         || (s.idle.npidle() as usize) < s.gomaxprocs()
-        || crate::netpoll::waiters() > 0
+        || crate::runtime::netpoll::waiters() > 0
         || s.procs().any(|p| p.timers.any_live())
     {
         return;
@@ -237,7 +237,7 @@ enum Look {
 /// idle moment of a program whose other threads keep it from ever reporting.
 fn look(s: &Sched) -> Look {
     let before = thread_waits::generation();
-    if (s.idle.npidle() as usize) < s.gomaxprocs() || !s.global.is_empty() || crate::netpoll::waiters() > 0 {
+    if (s.idle.npidle() as usize) < s.gomaxprocs() || !s.global.is_empty() || crate::runtime::netpoll::waiters() > 0 {
         return Look::Alive;
     }
     if s.procs().any(|p| !p.runq.is_empty() || p.timers.any_live()) {
@@ -274,7 +274,7 @@ fn look(s: &Sched) -> Look {
             _ => return Look::Alive,
         }
     }
-    let stats = crate::runtime::stats::collect(s);
+    let stats = crate::runtime::monitor::stats::collect(s);
     let print = Fingerprint {
         switches: stats.context_switches,
         spawned: stats.spawned,

@@ -10,10 +10,10 @@
 //! resolved on the dump's thread, which has a large stack, so any goroutine may
 //! ask for a dump.
 
-use crate::runtime::g::{Snapshot, Status, WaitReason, CREATOR_THREAD_BIT};
-use crate::runtime::monitor::creators;
-use crate::runtime::monitor::frames::{self, Captured, Keep};
-use crate::runtime::thread_waits;
+use crate::runtime::sys::frames::{self, Captured, Keep};
+use crate::runtime::task::creators;
+use crate::runtime::task::g::{Snapshot, Status, WaitReason, CREATOR_THREAD_BIT};
+use crate::runtime::wait::thread_waits;
 use crate::GoId;
 use std::fmt;
 use std::io;
@@ -252,7 +252,7 @@ fn on_dump_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// Every live G; `caller`, the G asking (inside the `blocking` call the
 /// collection runs in), shows as running, as in Go.
 fn collect_goroutines(caller: Option<GoId>) -> Vec<GoroutineInfo> {
-    let now_ms = crate::runtime::sched::sched().nanotime() / 1_000_000;
+    let now_ms = crate::runtime::sched::state::sched().nanotime() / 1_000_000;
     let mut out: Vec<GoroutineInfo> = crate::runtime::task::allgs::all()
         .into_iter()
         .filter_map(|g| {

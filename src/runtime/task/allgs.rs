@@ -4,7 +4,7 @@
 //! to the peak number of live Gs. Readers take a copy of the list and then look
 //! at each header through its own protocol (`G::snapshot`, `G::inspect`).
 
-use crate::runtime::g::GRef;
+use crate::runtime::task::g::GRef;
 use std::sync::Mutex;
 
 static ALL: Mutex<Vec<GRef>> = Mutex::new(Vec::new());

@@ -206,7 +206,7 @@ thread_local! {
 /// call), else this thread's. Never inlined: see the module docs.
 #[inline(never)]
 pub(crate) fn current_map() -> *mut LocalMap {
-    use crate::runtime::m::{current_g_here, current_m_here};
+    use crate::runtime::sched::m::{current_g_here, current_m_here};
     if let Some(g) = current_g_here().or_else(|| current_m_here().and_then(|m| m.syscallg())) {
         return g.locals();
     }

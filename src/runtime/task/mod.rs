@@ -25,7 +25,12 @@
 //! a result and a waiter), never across a park, so waiters spin.
 
 pub(crate) mod allgs;
+pub(crate) mod creators;
+pub(crate) mod g;
+pub(crate) mod gfree;
 pub(crate) mod locals;
+pub(crate) mod scavenge;
+pub(crate) mod stack;
 
 use std::io;
 use std::ptr::NonNull;

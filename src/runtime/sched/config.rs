@@ -1,0 +1,210 @@
+//! Runtime configuration: [`Config`] (API), the environment (`GOMAXPROCS`), and the
+//! resolved values the scheduler starts with.
+
+use std::fmt;
+
+/// Highest GOMAXPROCS accepted (Go's limit until Go 1.10 removed it).
+pub(crate) const MAX_PROCS: usize = 1024;
+/// Default stack per G.
+pub(crate) const DEFAULT_STACK_SIZE: usize = 256 << 10;
+
+/// The runtime's settings, applied by [`Config::init`] before its first use.
+///
+/// The runtime starts lazily, with default settings, the first time goro needs it
+/// (the first `go!` or `spawn`, timer, socket, or runtime call); `init` must
+/// therefore come first, typically at the top of `main`.
+/// Settings not given keep their defaults: GOMAXPROCS from the `GOMAXPROCS`
+/// environment variable or the number of CPUs, 256 KiB stacks, no thread pinning.
+///
+/// ```
+/// use goro::runtime::Config;
+///
+/// Config::new()
+///     .procs(2)
+///     .stack_size(128 << 10)
+///     .init()
+///     .expect("init comes before any other use of goro");
+/// assert_eq!(goro::runtime::gomaxprocs(), 2);
+///
+/// // Too late now: the runtime runs, and its settings stay.
+/// assert!(Config::new().procs(4).init().is_err());
+/// assert_eq!(goro::runtime::gomaxprocs(), 2);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    procs: Option<usize>,
+    stack_size: Option<usize>,
+    pin_threads: bool,
+}
+
+/// The error of [`Config::init`] when the runtime was already running.
+///
+/// The runtime starts lazily, with default settings that then stay, the first
+/// time goro needs it: the first `go!` or `spawn`, timer, socket, or call such as
+/// [`gomaxprocs`](crate::runtime::gomaxprocs). (GOMAXPROCS can still be changed with
+/// [`set_gomaxprocs`](crate::runtime::set_gomaxprocs).)
+///
+/// ```
+/// use goro::runtime::{AlreadyStarted, Config};
+///
+/// goro::go!(|| ()).join().unwrap(); // starts the runtime
+/// assert_eq!(Config::new().init(), Err(AlreadyStarted));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlreadyStarted;
+
+impl fmt::Display for AlreadyStarted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the goro runtime is already running; Config::init must come before its first use")
+    }
+}
+
+impl std::error::Error for AlreadyStarted {}
+
+impl Config {
+    /// The default settings: GOMAXPROCS from the environment or the number of
+    /// CPUs, 256 KiB stacks, no pinning. `Config::new().init()` starts the runtime
+    /// as its first use would.
+    ///
+    /// ```
+    /// goro::runtime::Config::new().init().unwrap();
+    /// assert!(goro::runtime::gomaxprocs() >= 1);
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// GOMAXPROCS: how many Ps, i.e. how many goroutines run in parallel. Takes
+    /// precedence over the `GOMAXPROCS` environment variable. 0 means "the
+    /// default"; values above 1024 are capped at 1024.
+    ///
+    /// ```
+    /// goro::runtime::Config::new().procs(1).init().unwrap();
+    /// assert_eq!(goro::runtime::gomaxprocs(), 1);
+    /// ```
+    pub fn procs(mut self, n: usize) -> Self {
+        self.procs = (n > 0).then_some(n);
+        self
+    }
+
+    /// The stack size of goroutines that do not ask for one with
+    /// [`Builder::stack_size`](crate::Builder::stack_size), in bytes: rounded up
+    /// to whole pages and clamped to 16 KiB ..= 1 GiB. Only the pages a goroutine
+    /// touches use memory. Stacks do not grow (unlike Go's), so the size bounds
+    /// the deepest recursion; an overflow aborts the process with a message.
+    ///
+    /// ```
+    /// goro::runtime::Config::new().stack_size(64 << 10).init().unwrap();
+    /// assert_eq!(goro::go!(|| 1 + 1).join().unwrap(), 2);
+    /// ```
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Pins the M that holds P *i* to CPU core *i* (modulo the number of cores),
+    /// for cache locality on a machine the program has to itself. Off by default.
+    ///
+    /// ```
+    /// goro::runtime::Config::new().pin_threads(true).init().unwrap();
+    /// assert_eq!(goro::go!(|| "pinned").join().unwrap(), "pinned");
+    /// ```
+    pub fn pin_threads(mut self, pin: bool) -> Self {
+        self.pin_threads = pin;
+        self
+    }
+
+    /// Starts the runtime with these settings. Call it once, before anything else
+    /// uses goro; the runtime then lives as long as the process.
+    ///
+    /// ```
+    /// // At the top of main:
+    /// if let Err(e) = goro::runtime::Config::new().procs(2).init() {
+    ///     eprintln!("warning: {e}"); // some earlier code used goro already
+    /// }
+    /// assert_eq!(goro::runtime::gomaxprocs(), 2);
+    /// assert_eq!(goro::go!(|| 21 * 2).join().unwrap(), 42);
+    /// ```
+    ///
+    /// # Errors
+    /// [`AlreadyStarted`] if the runtime is already running (started by this
+    /// `Config` or by an earlier use, with its defaults); the settings are then
+    /// ignored.
+    pub fn init(self) -> Result<(), AlreadyStarted> {
+        if super::state::start(self) {
+            Ok(())
+        } else {
+            Err(AlreadyStarted)
+        }
+    }
+
+    pub(crate) fn resolve(&self) -> Resolved {
+        let procs = self.procs.unwrap_or_else(procs_from_env).min(MAX_PROCS);
+        let stack_size = crate::runtime::task::stack::round_size(self.stack_size.unwrap_or(DEFAULT_STACK_SIZE));
+        Resolved {
+            procs,
+            stack_size,
+            pin_threads: self.pin_threads,
+        }
+    }
+}
+
+/// The configuration the runtime runs with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Resolved {
+    pub(crate) procs: usize,
+    pub(crate) stack_size: usize,
+    pub(crate) pin_threads: bool,
+}
+
+fn ncpu() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `GOMAXPROCS` from the environment, else the CPU count. Like Go, an invalid value
+/// is ignored; unlike Go, we say so.
+fn procs_from_env() -> usize {
+    match std::env::var("GOMAXPROCS") {
+        Err(_) => ncpu(),
+        Ok(v) => match parse_procs(&v) {
+            Ok(n) => n,
+            Err(why) => {
+                eprintln!("goro: ignoring GOMAXPROCS={v:?}: {why}; using {}", ncpu());
+                ncpu()
+            }
+        },
+    }
+}
+
+pub(crate) fn parse_procs(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) if n > MAX_PROCS => Err(format!("must be at most {MAX_PROCS}")),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a positive integer ({e})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gomaxprocs_env_values_are_checked() {
+        assert_eq!(parse_procs("4"), Ok(4));
+        assert_eq!(parse_procs(" 2 "), Ok(2));
+        assert!(parse_procs("0").is_err());
+        assert!(parse_procs("-1").is_err());
+        assert!(parse_procs("four").is_err());
+        assert!(parse_procs("100000").is_err());
+    }
+
+    #[test]
+    fn stack_size_is_rounded_and_clamped() {
+        let r = Config::new().stack_size(1).resolve();
+        assert_eq!(r.stack_size, crate::runtime::task::stack::MIN_STACK_SIZE);
+        let r = Config::new().stack_size(100_000).resolve();
+        assert_eq!(r.stack_size % crate::runtime::task::stack::page_size(), 0);
+        assert!(r.stack_size >= 100_000);
+    }
+}

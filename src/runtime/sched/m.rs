@@ -1,0 +1,320 @@
+//! The M: an OS thread that runs Gs while it holds a P.
+//!
+//! # Ownership
+//! Ms are created by [`super::mpark::start_m`]. Their records are `&'static M`:
+//! an M whose thread exits (retired when idle too long, or after its locked G
+//! exited) leaves its record on a free list, and the next new M reuses it with a
+//! new id. Fields are atomics so that traces and sysmon can read them; apart from
+//! `nextp`/`retire` (handed over by the waker, published by the note's
+//! release/acquire pair) and `preempt` (sysmon's request) each is written only by
+//! the M's own thread.
+//!
+//! # Thread-locals
+//! `CURRENT_M` and `CURRENT_G` say what this OS thread is running. A G may resume on
+//! another M after any park, and the compiler may keep a thread-local's address in
+//! a register across the call that switched stacks; so both are read only through
+//! the `#[inline(never)]` accessors below, which compute the address afresh on
+//! every call. Code running in a G must never cache their results across a park.
+
+use super::handover::Handover;
+use super::p::{PState, PStatus, P};
+use super::state::sched;
+use crate::runtime::sys::note::Note;
+use crate::runtime::task::g::{GRef, G};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+thread_local! {
+    static CURRENT_M: Cell<*const M> = const { Cell::new(std::ptr::null()) };
+    /// Also read by the SIGSEGV handler: const-initialised, no destructor, so the
+    /// access is a plain TLS load (async-signal-safe).
+    pub(crate) static CURRENT_G: Cell<*const G> = const { Cell::new(std::ptr::null()) };
+}
+
+/// `p`/`nextp` value meaning "none" (P ids are stored +1).
+const NO_P: usize = 0;
+
+/// `nextp` value telling a parked M to exit instead of taking a P.
+const RETIRE: usize = usize::MAX;
+
+pub(crate) struct M {
+    id: AtomicI64,
+    /// The P it holds, null if none. Own thread writes.
+    p: AtomicPtr<P>,
+    /// The P its G held when it entered a blocking call (Go's `oldp`).
+    oldp: AtomicPtr<P>,
+    /// P handed to this M by a waker before waking it (id + 1, [`NO_P`], or
+    /// [`RETIRE`]). Waker writes, M reads after its note fires.
+    nextp: AtomicUsize,
+    /// Depth of runtime code on this thread: 0 while a G runs user code (the only
+    /// time its P may be retaken), >0 in the scheduler and in runtime calls made by
+    /// the G. Own thread writes; see [`super::ownership`].
+    pub(crate) depth: crate::runtime::sys::sync_prims::AtomicU32,
+    /// Sysmon asks the running G to yield at its next goro call.
+    pub(crate) preempt: AtomicBool,
+    /// The G wired to this M by `lock_os_thread`, null if none. Own thread writes.
+    lockedg: AtomicPtr<G>,
+    /// The G in a blocking call on this M, null if none. Own thread writes.
+    syscallg: AtomicPtr<G>,
+    /// When it last parked on the idle list (runtime clock), for retirement.
+    pub(crate) idle_since: AtomicU64,
+    spinning: AtomicBool,
+    /// Parked on its note or blocked in the poller (traces).
+    blocked: AtomicBool,
+    /// Id of the G it runs, 0 if none (traces).
+    curg: AtomicU64,
+    pub(crate) note: Note,
+    rng: AtomicU64,
+    /// Core this thread is pinned to + 1, 0 if not pinned.
+    pinned: AtomicUsize,
+    /// How long it may poll-spin before sleeping (ns). Own thread only; see
+    /// [`super::pollspin`].
+    pub(crate) poll_spin_budget: AtomicU64,
+    /// When it last left its CPU, and whether handing it over pays. Own thread
+    /// only; see [`super::handover`].
+    pub(crate) handover: Handover,
+}
+
+impl M {
+    pub(crate) fn new(id: i64) -> M {
+        M {
+            id: AtomicI64::new(id),
+            p: AtomicPtr::new(std::ptr::null_mut()),
+            oldp: AtomicPtr::new(std::ptr::null_mut()),
+            nextp: AtomicUsize::new(NO_P),
+            depth: crate::runtime::sys::sync_prims::AtomicU32::new(1),
+            preempt: AtomicBool::new(false),
+            lockedg: AtomicPtr::new(std::ptr::null_mut()),
+            syscallg: AtomicPtr::new(std::ptr::null_mut()),
+            idle_since: AtomicU64::new(0),
+            spinning: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
+            curg: AtomicU64::new(0),
+            note: Note::new(),
+            // Any odd seed works for xorshift; mix the id in so Ms differ.
+            rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15 ^ ((id as u64 + 1) << 17) | 1),
+            pinned: AtomicUsize::new(0),
+            poll_spin_budget: AtomicU64::new(super::pollspin::BUDGET_NS),
+            handover: Handover::new(),
+        }
+    }
+
+    pub(crate) fn id(&self) -> i64 {
+        self.id.load(Ordering::Relaxed)
+    }
+
+    /// Gives a recycled record a new identity (its thread is gone).
+    pub(crate) fn reuse(&self, id: i64) {
+        self.id.store(id, Ordering::Relaxed);
+        self.depth.store(1, Ordering::Relaxed);
+        self.preempt.store(false, Ordering::Relaxed);
+        self.pinned.store(0, Ordering::Relaxed);
+        self.poll_spin_budget
+            .store(super::pollspin::BUDGET_NS, Ordering::Relaxed);
+        self.handover.reset();
+    }
+
+    /// The P this M holds. From G context, use [`super::ownership::with_p`]
+    /// instead: sysmon may have taken it meanwhile.
+    pub(crate) fn p(&self) -> Option<&'static P> {
+        // SAFETY: non-null values are `&'static P` from `acquire_p`.
+        unsafe { self.p.load(Ordering::Relaxed).as_ref() }
+    }
+
+    pub(crate) fn p_id(&self) -> Option<usize> {
+        self.p().map(|p| p.id)
+    }
+
+    /// Forgets the P without touching it: it was taken away (`ownership`).
+    pub(crate) fn drop_p(&self) {
+        self.p.store(std::ptr::null_mut(), Ordering::Relaxed);
+    }
+
+    pub(crate) fn oldp(&self) -> Option<&'static P> {
+        // SAFETY: as in `p`.
+        unsafe { self.oldp.load(Ordering::Relaxed).as_ref() }
+    }
+
+    pub(crate) fn set_oldp(&self, p: Option<&'static P>) {
+        self.oldp.store(
+            p.map_or(std::ptr::null_mut(), |p| p as *const P as *mut P),
+            Ordering::Relaxed,
+        );
+    }
+
+    pub(crate) fn set_nextp(&self, p: usize) {
+        self.nextp.store(p + 1, Ordering::Relaxed);
+    }
+
+    /// Tells a parked M to exit when woken.
+    pub(crate) fn set_retire(&self) {
+        self.nextp.store(RETIRE, Ordering::Relaxed);
+    }
+
+    /// What a waker handed over: `Some(Some(p))` a P, `Some(None)` "exit".
+    pub(crate) fn take_nextp(&self) -> Option<Option<usize>> {
+        match self.nextp.swap(NO_P, Ordering::Relaxed) {
+            NO_P => None,
+            RETIRE => Some(None),
+            i => Some(Some(i - 1)),
+        }
+    }
+
+    pub(crate) fn lockedg(&self) -> Option<GRef> {
+        GRef::from_raw(self.lockedg.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_lockedg(&self, g: Option<GRef>) {
+        store_g(&self.lockedg, g);
+    }
+
+    pub(crate) fn syscallg(&self) -> Option<GRef> {
+        GRef::from_raw(self.syscallg.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_syscallg(&self, g: Option<GRef>) {
+        store_g(&self.syscallg, g);
+    }
+
+    pub(crate) fn spinning(&self) -> bool {
+        self.spinning.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_spinning(&self, v: bool) {
+        self.spinning.store(v, Ordering::Relaxed);
+    }
+
+    pub(crate) fn blocked(&self) -> bool {
+        self.blocked.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_blocked(&self, v: bool) {
+        self.blocked.store(v, Ordering::Relaxed);
+    }
+
+    pub(crate) fn curg(&self) -> u64 {
+        self.curg.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_curg(&self, id: u64) {
+        self.curg.store(id, Ordering::Relaxed);
+    }
+
+    /// xorshift64*: cheap randomness for steal order. Own thread only.
+    pub(crate) fn rand(&self) -> u32 {
+        let mut x = self.rng.load(Ordering::Relaxed);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.store(x, Ordering::Relaxed);
+        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+    }
+
+    /// Takes P `p` (Go's `acquirep`). The P must be off the idle list and owned
+    /// by the caller (handed over by a waker, taken from the idle list, ...).
+    pub(crate) fn acquire_p(&'static self, p: usize) {
+        debug_assert!(self.p_id().is_none(), "M{} acquiring P{p} while holding one", self.id());
+        let s = sched();
+        let pp = s.p(p);
+        // A slice flagged before the P idled is not this holder's.
+        pp.slice_over.store(false, Ordering::Relaxed);
+        pp.set_state(PState::new(Some(self), PStatus::Running));
+        self.p.store(pp as *const P as *mut P, Ordering::Relaxed);
+        s.sysmon.p_acquired();
+        if s.config.pin_threads && !s.cores.is_empty() {
+            let core = p % s.cores.len();
+            if self.pinned.load(Ordering::Relaxed) != core + 1 {
+                // Pinning is best effort: a refused affinity leaves the thread free.
+                core_affinity::set_for_current(s.cores[core]);
+                self.pinned.store(core + 1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Holds `p`, already in state `(self, Running)` (a blocking call's old P won back).
+    pub(crate) fn adopt_p(&self, p: &'static P) {
+        self.p.store(p as *const P as *mut P, Ordering::Relaxed);
+    }
+
+    /// Gives up the held P (Go's `releasep`); the caller puts it on the idle list
+    /// or hands it on.
+    pub(crate) fn release_p(&self) -> usize {
+        let p = self.p().expect("release_p without a P");
+        p.set_state(PState::new(None, PStatus::Idle));
+        self.drop_p();
+        p.id
+    }
+}
+
+/// Stores an optional G link (own thread only).
+fn store_g(link: &AtomicPtr<G>, g: Option<GRef>) {
+    link.store(
+        g.map_or(std::ptr::null_mut(), |g| g.as_ptr().as_ptr()),
+        Ordering::Relaxed,
+    );
+}
+
+/// The M this thread is, if it is one.
+#[inline(never)]
+pub(crate) fn current_m() -> Option<&'static M> {
+    current_m_here()
+}
+
+/// [`current_m`]'s read, inlined: only for the body of another `#[inline(never)]`
+/// accessor, as [`current_g_here`].
+#[inline(always)]
+pub(crate) fn current_m_here() -> Option<&'static M> {
+    let m = CURRENT_M.with(|c| c.get());
+    // SAFETY: Ms are leaked at creation and never freed.
+    unsafe { m.as_ref() }
+}
+
+/// The P held by this thread's M, if any.
+#[inline(never)]
+pub(crate) fn current_p() -> Option<&'static P> {
+    current_m().and_then(|m| m.p())
+}
+
+/// The G running on this thread, if any.
+#[inline(never)]
+pub(crate) fn current_g() -> Option<GRef> {
+    current_g_here()
+}
+
+/// [`current_g`]'s read, inlined: only for the body of another `#[inline(never)]`
+/// accessor, which computes the thread-local's address afresh on each call.
+#[inline(always)]
+pub(crate) fn current_g_here() -> Option<GRef> {
+    let g = CURRENT_G.with(|c| c.get());
+    std::ptr::NonNull::new(g as *mut G).map(GRef::from_ptr)
+}
+
+pub(crate) fn set_current_g(g: Option<GRef>) {
+    let p = g.map_or(std::ptr::null(), |g| g.as_ptr().as_ptr() as *const G);
+    CURRENT_G.with(|c| c.set(p));
+}
+
+/// Spawns the OS thread of a new M that starts holding P `p`.
+pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
+    m.set_nextp(p);
+    m.set_spinning(spinning);
+    let res = std::thread::Builder::new()
+        .name(format!("goro-m{}", m.id()))
+        .spawn(move || {
+            let _runtime_thread = crate::runtime::sys::os_threads::register();
+            CURRENT_M.with(|c| c.set(m));
+            crate::runtime::monitor::signal::on_thread_start();
+            let p = m.take_nextp().flatten().expect("new M without a P");
+            m.acquire_p(p);
+            super::schedule::run(m);
+            // Retired: the record goes back for reuse; this thread touches it no more.
+            CURRENT_M.with(|c| c.set(std::ptr::null()));
+            crate::runtime::monitor::signal::on_thread_exit();
+            sched().m_exited(m);
+        });
+    if let Err(e) = res {
+        // Without a thread nothing can run the P's work; Go throws here too.
+        eprintln!("goro: fatal: cannot start an OS thread for M{}: {e}", m.id());
+        std::process::abort();
+    }
+}

@@ -1,0 +1,98 @@
+//! [`blocking`]: running a call that blocks its OS thread (file I/O, DNS, FFI, a
+//! std lock) from a goroutine without stalling the other goroutines of its P.
+//!
+//! The G keeps its M and, provisionally, its P (Go's `entersyscall`): a short call
+//! costs two state-word transitions and nothing else. If the call is still running
+//! when sysmon next looks (≥ 20 µs), sysmon hands the P to another M so the P's
+//! other Gs keep running; on return the G takes its P back if it is still free,
+//! else any idle P, else it queues itself and its M parks (`runtime::ownership`).
+
+use crate::runtime::sched::m::{current_g, current_m};
+use crate::runtime::sched::ownership::{enter_syscall, exit_syscall};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+/// Calls `f` in a function of its own. Thread-locals `f` touches then have their
+/// addresses computed inside this call, on this thread, rather than once in a
+/// caller that parks between two `blocking` calls and resumes elsewhere: what
+/// makes `blocking` the place where goroutine code may use thread-locals.
+#[inline(never)]
+fn out_of_line<R>(f: impl FnOnce() -> R) -> R {
+    let r = f();
+    // Not a tail call: `f`'s body stays inside this frame.
+    std::hint::black_box(());
+    r
+}
+
+/// Runs `f`, a call that may block its OS thread, without stalling the other
+/// goroutines of this goroutine's P.
+///
+/// Use it around file I/O, DNS look-ups, FFI, std locks: anything that blocks the
+/// thread without goro knowing. Go's runtime does this around every system call
+/// (`entersyscall` / `exitsyscall`); in Rust the call sites have to be marked.
+///
+/// A short `f` costs about as much as two atomic operations. If `f` is still
+/// running when the runtime's monitor thread next looks (every 20 µs or so while
+/// goroutines run), the P is handed to another M, which runs the P's other
+/// goroutines meanwhile (counted in
+/// [`runtime::stats()`](crate::runtime::stats)`.syscall_handoffs`).
+/// When `f` returns, the goroutine takes a P back (its own if it is still free)
+/// or queues itself to run; the result is returned as is.
+///
+/// Inside `f` the thread counts as a plain OS thread to goro: goro calls that wait
+/// there (a channel `recv`, `join`, ...) block the thread rather than park the
+/// goroutine. [`current`](crate::current) still reports the goroutine.
+/// Outside a goroutine, `blocking(f)` is just `f()`, and so is a nested call.
+///
+/// Time inside `blocking` counts as running for sysmon's 10 ms time slice, as a
+/// system call's does in Go: a goroutine that loops on short calls without
+/// otherwise switching yields when a call returns once its slice is over, and
+/// loses its P at a call after 20 ms if other work needs it.
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("goro-blocking-{}", std::process::id()));
+/// let h = goro::go!(move || {
+///     goro::blocking(|| {
+///         std::fs::write(&path, "file I/O blocks the thread")?;
+///         let text = std::fs::read_to_string(&path)?;
+///         std::fs::remove_file(&path)?;
+///         Ok::<_, std::io::Error>(text)
+///     })
+/// });
+/// assert_eq!(h.join().unwrap()?, "file I/O blocks the thread");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// With a single P, a goroutine blocked in a std channel's `recv` would keep the
+/// goroutine that sends from ever running; inside `blocking` its P moves on:
+///
+/// ```
+/// goro::runtime::Config::new().procs(1).init().unwrap(); // first use: a fresh runtime
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let waiter = goro::go!(move || goro::blocking(|| rx.recv().unwrap()));
+/// let sender = goro::go!(move || tx.send("hello").unwrap());
+/// assert_eq!(waiter.join().unwrap(), "hello");
+/// sender.join().unwrap();
+/// ```
+///
+/// # Panics
+/// A panic in `f` propagates to the caller, after the goroutine has got its P back.
+pub fn blocking<F, R>(f: F) -> R
+where
+    F: FnOnce() -> R,
+{
+    let (Some(m), Some(g)) = (current_m(), current_g()) else {
+        return f(); // a plain thread, or already inside `blocking`
+    };
+    enter_syscall(m, g);
+    // Caught so that the P is reclaimed (which may switch Gs) outside the unwind:
+    // a G must not move to another thread while unwinding.
+    let result = catch_unwind(AssertUnwindSafe(|| out_of_line(f)));
+    exit_syscall(m, g);
+    // A G looping on short calls is not preempted inside them: sysmon's request
+    // (it held its P 10 ms) is honoured here.
+    crate::runtime::sched::preempt::check();
+    match result {
+        Ok(r) => r,
+        Err(payload) => resume_unwind(payload),
+    }
+}

@@ -1,0 +1,10 @@
+//! The bottom layer.
+
+pub(crate) mod coarse_clock;
+pub(crate) mod frames;
+pub(crate) mod futex;
+pub(crate) mod lock;
+pub(crate) mod note;
+pub(crate) mod os_threads;
+pub(crate) mod quadheap;
+pub(crate) mod sync_prims;

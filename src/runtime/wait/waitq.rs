@@ -1,0 +1,339 @@
+//! Sudogs and wait queues (Go's `sudog` and `waitq`): how blocked operations wait
+//! on a channel or a `goro::sync` primitive.
+//!
+//! A [`Sudog`] is one waiting operation on one wait record: which wait it belongs
+//! to (a [`Claim`], shared by all cases of a `select!`), which case it is, and a
+//! slot for a value (a sender's offer, where a receiver's value is put, or a sync
+//! waiter's arrival time). It lives on the waiter's own stack (a parked G's stack
+//! stays put), so blocking allocates nothing. "The lock" below is the lock of the
+//! record the queue belongs to (a channel's, a mutex's wait list's, ...).
+//!
+//! # Invariants
+//! - A sudog is in a queue only while its owner is blocked in that operation. The
+//!   owner does not return before it is out of every queue: the party that claims
+//!   it pops it; the owner removes the rest itself, under each channel's lock.
+//! - Queues and sudogs are touched only under the channel's lock. A party holding
+//!   the lock may therefore dereference any queued sudog: its owner, to return,
+//!   would first need that same lock.
+//! - Only the claimer writes the slot and `success`, under the lock, before it
+//!   wakes the owner; it never touches the sudog after the wake.
+
+use crate::runtime::task::g::WaitReason;
+use crate::runtime::wait::park::{Claim, Parker, Waiter, TIMED_OUT};
+use std::cell::{Cell, UnsafeCell};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One blocked operation on one channel.
+pub(crate) struct Sudog<T> {
+    claim: Cell<*const Claim>,
+    case: Cell<u32>,
+    slot: UnsafeCell<Option<T>>,
+    /// Set by the claimer: true if a value moved, false if woken by a close.
+    success: Cell<bool>,
+    /// Links of the queue it is in (null at the ends); meaningful while `queued`.
+    prev: Cell<*const Sudog<T>>,
+    next: Cell<*const Sudog<T>>,
+    queued: Cell<bool>,
+}
+
+impl<T> Sudog<T> {
+    /// A sudog offering `value` (a send) or waiting for one (`None`, a receive).
+    pub(crate) fn new(value: Option<T>) -> Self {
+        Sudog {
+            claim: Cell::new(std::ptr::null()),
+            case: Cell::new(0),
+            slot: UnsafeCell::new(value),
+            success: Cell::new(false),
+            prev: Cell::new(std::ptr::null()),
+            next: Cell::new(std::ptr::null()),
+            queued: Cell::new(false),
+        }
+    }
+
+    /// Ties the sudog to a wait before it is queued.
+    pub(crate) fn bind(&self, claim: &Claim, case: u32) {
+        self.claim.set(claim);
+        self.case.set(case);
+    }
+
+    /// The owner, once woken (or never queued): the slot's value.
+    pub(crate) fn take(&self) -> Option<T> {
+        // SAFETY: the sudog is out of every queue (module invariants), so only its
+        // owner, the caller, can reach it.
+        unsafe { (*self.slot.get()).take() }
+    }
+
+    /// The owner, before queueing: puts a value back into the slot.
+    pub(crate) fn put(&self, value: T) {
+        // SAFETY: as in `take`.
+        unsafe { *self.slot.get() = Some(value) };
+    }
+
+    pub(crate) fn success(&self) -> bool {
+        self.success.get()
+    }
+}
+
+/// A sudog this caller claimed: it may fill or empty the slot, then must call
+/// [`Claimed::finish`] and, after releasing the channel lock, wake the waiter.
+pub(crate) struct Claimed<T> {
+    sudog: NonNull<Sudog<T>>,
+    waiter: Waiter,
+}
+
+impl<T> Claimed<T> {
+    /// Moves the value out of a claimed sender's slot.
+    pub(crate) fn take(&self) -> T {
+        // SAFETY: claimed under the channel lock, which the caller still holds; the
+        // owner stays parked until we wake it.
+        unsafe {
+            (*(*self.sudog.as_ptr()).slot.get())
+                .take()
+                .expect("a sending sudog carries its value")
+        }
+    }
+
+    /// Hands a value to a claimed receiver.
+    pub(crate) fn give(&self, v: T) {
+        // SAFETY: as in `take`.
+        unsafe { *(*self.sudog.as_ptr()).slot.get() = Some(v) };
+    }
+
+    /// Reads the claimed waiter's slot without taking it.
+    pub(crate) fn peek<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
+        // SAFETY: as in `take`.
+        f(unsafe { (*(*self.sudog.as_ptr()).slot.get()).as_ref() })
+    }
+
+    /// Records the outcome; returns the waiter to wake once the lock is released.
+    pub(crate) fn finish(self, success: bool) -> Waiter {
+        // SAFETY: as in `take`; this is our last touch of the sudog.
+        unsafe { self.sudog.as_ref() }.success.set(success);
+        self.waiter
+    }
+}
+
+/// A FIFO of blocked operations: an intrusive doubly-linked list through the
+/// sudogs, which stay put on their owners' stacks while queued. Removing a given
+/// sudog (a `select!` loser leaving, a timed-out waiter) is O(1), as Go's
+/// `dequeueSudoG`; a `VecDeque` scan here made N goroutines selecting on a shared
+/// channel cost O(N) per message under that channel's lock.
+pub(crate) struct WaitQueue<T> {
+    head: *const Sudog<T>,
+    tail: *const Sudog<T>,
+}
+
+// SAFETY: the queue is only touched under the lock of the record it belongs to
+// (module invariants), which orders every access to the queued sudogs across
+// threads; the values in their slots move between threads, hence T: Send.
+unsafe impl<T: Send> Send for WaitQueue<T> {}
+
+impl<T> WaitQueue<T> {
+    pub(crate) const fn new() -> Self {
+        WaitQueue {
+            head: std::ptr::null(),
+            tail: std::ptr::null(),
+        }
+    }
+
+    /// Queues `sg` at the tail; the caller keeps it alive until it is out of the queue.
+    pub(crate) fn push(&mut self, sg: &Sudog<T>) {
+        debug_assert!(!sg.queued.get(), "sudog queued twice");
+        sg.prev.set(self.tail);
+        sg.next.set(std::ptr::null());
+        // SAFETY: queued sudogs are alive while we hold the record's lock.
+        match unsafe { self.tail.as_ref() } {
+            Some(tail) => tail.next.set(sg),
+            None => self.head = sg,
+        }
+        self.tail = sg;
+        sg.queued.set(true);
+    }
+
+    /// Queues `sg` at the head (a waiter that was woken but lost the race).
+    pub(crate) fn push_front(&mut self, sg: &Sudog<T>) {
+        debug_assert!(!sg.queued.get(), "sudog queued twice");
+        sg.next.set(self.head);
+        sg.prev.set(std::ptr::null());
+        // SAFETY: as in `push`.
+        match unsafe { self.head.as_ref() } {
+            Some(head) => head.prev.set(sg),
+            None => self.tail = sg,
+        }
+        self.head = sg;
+        sg.queued.set(true);
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.is_null()
+    }
+
+    /// Queued sudogs, including any whose wait already ended elsewhere.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn len(&self) -> usize {
+        let mut n = 0;
+        let mut p = self.head;
+        // SAFETY: as in `push`.
+        while let Some(sg) = unsafe { p.as_ref() } {
+            n += 1;
+            p = sg.next.get();
+        }
+        n
+    }
+
+    /// Takes the oldest waiter whose wait we manage to claim; waiters whose wait
+    /// was already ended by someone else are dropped from the queue on the way
+    /// (their owners no longer wait here).
+    pub(crate) fn pop_claimed(&mut self) -> Option<Claimed<T>> {
+        // SAFETY: as in `push`.
+        while let Some(s) = unsafe { self.head.as_ref() } {
+            self.unlink(s);
+            // SAFETY: the claim outlives its queued sudogs (it sits beside them in
+            // the owner's frame, or in an Arc the owner holds).
+            let claim = unsafe { &*s.claim.get() };
+            if claim.try_claim(s.case.get()) {
+                return Some(Claimed {
+                    sudog: NonNull::from(s),
+                    waiter: claim.waiter(),
+                });
+            }
+        }
+        None
+    }
+
+    /// Claims, as `case`, every queued waiter whose slot `pick` selects, in queue
+    /// order, and returns them to wake once the lock is released (their sudogs'
+    /// `success` is false). `pick` sees every queued slot once.
+    pub(crate) fn claim_where(&mut self, case: u32, mut pick: impl FnMut(Option<&T>) -> bool) -> Vec<Waiter> {
+        let mut out = Vec::new();
+        let mut p = self.head;
+        // SAFETY: as in `push`.
+        while let Some(s) = unsafe { p.as_ref() } {
+            p = s.next.get();
+            // SAFETY: the slot of a queued sudog is only touched under the lock,
+            // which we hold; the owner is parked.
+            if !pick(unsafe { (*s.slot.get()).as_ref() }) {
+                continue;
+            }
+            self.unlink(s);
+            // SAFETY: as in `pop_claimed`.
+            let claim = unsafe { &*s.claim.get() };
+            if claim.try_claim(case) {
+                s.success.set(false);
+                out.push(claim.waiter());
+            }
+        }
+        out
+    }
+
+    /// Removes `sg` if it is still queued (its owner is leaving). O(1).
+    pub(crate) fn remove(&mut self, sg: &Sudog<T>) {
+        if sg.queued.get() {
+            self.unlink(sg);
+        }
+    }
+
+    /// Takes a queued `sg` out of this queue.
+    fn unlink(&mut self, sg: &Sudog<T>) {
+        let (prev, next) = (sg.prev.get(), sg.next.get());
+        // SAFETY: the neighbours are queued sudogs, alive under the record's lock.
+        match unsafe { prev.as_ref() } {
+            Some(p) => p.next.set(next),
+            None => self.head = next,
+        }
+        // SAFETY: as above.
+        match unsafe { next.as_ref() } {
+            Some(n) => n.prev.set(prev),
+            None => self.tail = prev,
+        }
+        sg.prev.set(std::ptr::null());
+        sg.next.set(std::ptr::null());
+        sg.queued.set(false);
+    }
+}
+
+/// Parks the caller on `sg`, which it has just queued under a record lock that
+/// `guard` holds, until a waker claims it; or, with a `timeout`, until then. The
+/// lock is released after the caller is parked. Returns false if the timeout won:
+/// `leave` (which relocks the record) has then taken the sudog out of its queue.
+/// Otherwise the winner has filled in the sudog (`Sudog::success`, the slot).
+pub(crate) fn block<T, G>(
+    sg: &Sudog<T>,
+    guard: G,
+    reason: WaitReason,
+    timeout: Option<Duration>,
+    leave: impl FnOnce(&Sudog<T>),
+) -> bool {
+    let parker = Parker::new();
+    match timeout {
+        None => {
+            let claim = Claim::new(parker.waiter());
+            sg.bind(&claim, 0);
+            parker.park(reason, guard);
+            true
+        }
+        Some(d) => {
+            // The timer may outlive this frame, so this claim is shared.
+            let claim = Arc::new(Claim::new(parker.waiter()));
+            sg.bind(&claim, 0);
+            parker.park_timeout(reason, guard, &claim, d);
+            if claim.winner() == TIMED_OUT {
+                leave(sg);
+                return false;
+            }
+            true
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn claimed_order(q: &mut WaitQueue<u32>) -> Vec<u32> {
+        let mut out = Vec::new();
+        while let Some(c) = q.pop_claimed() {
+            out.push(c.take());
+            let _ = c.finish(true);
+        }
+        out
+    }
+
+    #[test]
+    fn fifo_with_front_insertion_and_removal_from_anywhere() {
+        let claims: Vec<Claim> = (0..6)
+            .map(|_| Claim::new(crate::runtime::wait::park::Parker::new().waiter()))
+            .collect();
+        let sgs: Vec<Sudog<u32>> = (0..6).map(|i| Sudog::new(Some(i))).collect();
+        for (sg, c) in sgs.iter().zip(&claims) {
+            sg.bind(c, 0);
+        }
+        let mut q = WaitQueue::new();
+        q.push(&sgs[1]);
+        q.push(&sgs[2]);
+        q.push(&sgs[3]);
+        q.push_front(&sgs[0]);
+        q.push(&sgs[4]);
+        q.remove(&sgs[2]); // middle
+        q.remove(&sgs[4]); // tail
+        q.remove(&sgs[5]); // never queued: no-op
+        assert_eq!(q.len(), 3);
+        q.push(&sgs[5]);
+        assert_eq!(claimed_order(&mut q), [0, 1, 3, 5]);
+        assert!(q.is_empty());
+        // A sudog whose claim was already won elsewhere is skipped and unlinked.
+        let won = Claim::new(crate::runtime::wait::park::Parker::new().waiter());
+        assert!(won.try_claim(9));
+        let stale = Sudog::new(Some(7));
+        stale.bind(&won, 0);
+        let fresh_claim = Claim::new(crate::runtime::wait::park::Parker::new().waiter());
+        let fresh = Sudog::new(Some(8));
+        fresh.bind(&fresh_claim, 0);
+        q.push(&stale);
+        q.push(&fresh);
+        assert_eq!(claimed_order(&mut q), [8]);
+        assert!(q.is_empty());
+    }
+}
