@@ -183,7 +183,7 @@ impl PollSpin {
     /// until woken), and has work again: a sleep a spin would have bridged
     /// restores its budget, unless it was short only because its timeout was.
     pub(crate) fn woke(m: &M, slept: u64, timeout: Option<u64>) {
-        if slept < BUDGET_NS && timeout.map_or(true, |t| t >= BUDGET_NS) {
+        if slept < BUDGET_NS && timeout.is_none_or(|t| t >= BUDGET_NS) {
             m.poll_spin_budget.store(BUDGET_NS, Ordering::Relaxed);
         }
     }

@@ -295,7 +295,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             ..
         } = run_timers(p, 0);
 
-        if p.schedtick() % GLOBAL_CHECK_PERIOD == 0 && !s.global.is_empty() {
+        if p.schedtick().is_multiple_of(GLOBAL_CHECK_PERIOD) && !s.global.is_empty() {
             if let Some(g) = global_get(s, p, 1) {
                 // The G that `ready_found` left on our queue without waking an
                 // M (we were to run it next) now waits behind this one, which

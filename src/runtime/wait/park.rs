@@ -359,7 +359,7 @@ pub(crate) fn ready_sleepers(gs: impl Iterator<Item = GRef>) {
 /// an M is always woken.
 fn ready_found(gs: impl Iterator<Item = GRef>, next: bool) {
     let wake = with_p(|p| {
-        let queued_before = p.map_or(true, |p| !p.runq.is_empty());
+        let queued_before = p.is_none_or(|p| !p.runq.is_empty());
         let mut n = 0;
         for g in gs {
             n += 1;
