@@ -81,10 +81,13 @@ pub mod sync;
 pub mod time;
 
 pub use local::LocalKey;
+pub use runtime::sched::m::current;
+pub use runtime::sched::switch::yield_now;
 pub use runtime::sched::syscall::blocking;
-pub use spawn::{current, spawn, yield_now, Builder, GoId, JoinHandle};
+pub use runtime::task::g::GoId;
 #[doc(hidden)]
 pub use spawn::{go as __go, go_with as __go_with};
+pub use spawn::{spawn, Builder, JoinHandle};
 
 /// Internals exposed only for `benches/` (not part of the API, no stability).
 #[doc(hidden)]

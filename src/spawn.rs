@@ -12,14 +12,14 @@
 //! reads the slot through [`TaskHead<T>`], a `#[repr(C)]` prefix of every
 //! `Task<F, T>`, which puts the slot at the same offset whatever `F` is.
 
+use crate::runtime::sched::m::current_map;
 use crate::runtime::sched::m::{current_g, current_m};
 use crate::runtime::sched::mpark::wakep;
 use crate::runtime::sched::ownership::with_p;
-use crate::runtime::sched::p::{bump, P};
+use crate::runtime::sched::p::{bump, gfget, P};
 use crate::runtime::sched::state::sched;
-use crate::runtime::task::g::{GRef, Spawn, Switch, WaitReason};
-use crate::runtime::task::gfree::gfget;
-use crate::runtime::task::locals::destroy_running;
+use crate::runtime::task::g::{GRef, GoId, Spawn, WaitReason};
+use crate::runtime::task::locals::destroy;
 use crate::runtime::task::stack::MAX_STACK_SIZE;
 use crate::runtime::task::{TaskHeader, TaskRef, TaskVtable};
 use crate::runtime::wait::park::{Parker, Waiter};
@@ -32,51 +32,6 @@ use std::panic::Location;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
-
-/// A goroutine's id, unique for the life of the process (Go's goid, the number in
-/// `goroutine 17 [running]`). Ids are never reused.
-///
-/// Get one from [`JoinHandle::id`] or, inside the goroutine, from [`current`]. It
-/// is `Copy`, hashable and ordered, so it can key a map; it prints as the bare
-/// number.
-///
-/// ```
-/// let a = goro::go!(|| goro::current().unwrap());
-/// let b = goro::go!(|| ());
-/// let (id_a, id_b) = (a.id(), b.id());
-/// assert_ne!(id_a, id_b);
-/// assert_eq!(a.join().unwrap(), id_a);
-/// assert_eq!(id_a.to_string(), id_a.as_u64().to_string());
-/// # b.join().unwrap();
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GoId(u64);
-
-impl GoId {
-    pub(crate) fn from_raw(id: u64) -> GoId {
-        GoId(id)
-    }
-
-    /// The id as a number, as Go prints it (`goroutine 17`) and as goro's panic
-    /// messages and `GODEBUG=scheddetail=1` traces show it.
-    ///
-    /// ```
-    /// let h = goro::go!(|| ());
-    /// let id = h.id();
-    /// assert!(id.as_u64() > 0);
-    /// assert_eq!(format!("goroutine {id}"), format!("goroutine {}", id.as_u64()));
-    /// # h.join().unwrap();
-    /// ```
-    pub fn as_u64(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for GoId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
 
 /// Starts a goroutine running `f` and returns a handle to join it (Go's `go f()`).
 /// Most code writes [`go!`](crate::go!)`(f)`, the safe form of this call under the
@@ -345,7 +300,7 @@ impl Builder {
         wakep();
         Ok(JoinHandle {
             task,
-            id: GoId(id),
+            id: GoId::from_raw(id),
             _result: PhantomData,
         })
     }
@@ -424,6 +379,12 @@ where
         // SAFETY: allocated as Box<Task<F, T>> in Builder::spawn (caller's contract).
         drop(unsafe { Box::from_raw(t.cast::<Task<F, T>>().as_ptr()) });
     }
+}
+
+/// Drops the running G's goroutine-local values, on its own stack, at its end.
+fn destroy_running() {
+    // SAFETY: the map is this G's; its body has returned, so the G is ending.
+    unsafe { destroy(current_map()) }
 }
 
 /// Drops a result nobody will read; a panic in its destructor has been printed
@@ -681,54 +642,4 @@ impl<T> fmt::Debug for JoinHandle<T> {
             .field("finished", &self.is_finished())
             .finish()
     }
-}
-
-/// Lets other goroutines run, like Go's `runtime.Gosched`.
-///
-/// The current goroutine goes to the back of the global run queue and its M picks
-/// the next runnable goroutine; it resumes later without further action. On a
-/// plain thread it yields the thread to the OS (`std::thread::yield_now`).
-///
-/// Long computations need not call it for fairness' sake: a goroutine that has run
-/// 10 ms without a switch is made to yield at its next goro call, and after 20 ms
-/// its P is handed to another M, so the goroutines queued behind it run anyway.
-///
-/// ```
-/// use std::sync::atomic::{AtomicBool, Ordering};
-/// use std::sync::Arc;
-///
-/// // A flag set by another goroutine; yielding lets it run, whatever GOMAXPROCS is.
-/// let flag = Arc::new(AtomicBool::new(false));
-/// let f = flag.clone();
-/// let waiter = goro::go!(move || {
-///     let setter = goro::go!(move || f.store(true, Ordering::Release));
-///     while !flag.load(Ordering::Acquire) {
-///         goro::yield_now();
-///     }
-///     setter.join().unwrap();
-/// });
-/// waiter.join().unwrap();
-/// ```
-#[inline]
-pub fn yield_now() {
-    match current_g() {
-        // SAFETY: `g` is the G running this code.
-        Some(g) => unsafe { g.switch_out(Switch::Yield) },
-        None => std::thread::yield_now(),
-    }
-}
-
-/// The id of the goroutine running this code, or `None` on a plain OS thread. Inside
-/// [`blocking`](fn@crate::blocking), it is still the calling goroutine's id.
-///
-/// ```
-/// assert_eq!(goro::current(), None);
-/// let h = goro::go!(|| goro::current());
-/// let id = h.id();
-/// assert_eq!(h.join().unwrap(), Some(id));
-/// ```
-pub fn current() -> Option<GoId> {
-    current_g()
-        .or_else(|| current_m().and_then(|m| m.syscallg()))
-        .map(|g| GoId(g.id()))
 }

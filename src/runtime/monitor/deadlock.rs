@@ -267,7 +267,7 @@ fn look(s: &Sched) -> Look {
     }
     // Status and reason are atomics: a plain read per G suffices here, since
     // the second look's fingerprint catches any G that ran in between.
-    for g in crate::runtime::task::allgs::all() {
+    for g in crate::runtime::task::g::all_gs() {
         match g.status() {
             Status::Dead | Status::Idle => {}
             Status::Waiting if g.wait_reason() != WaitReason::Forever => {}

@@ -1,7 +1,7 @@
 //! The goroutine dump: [`goroutines`] and [`write_goroutines`], in the shape of
 //! Go's traceback (`goroutine 7 [chan receive]:` ... `created by ...`).
 //!
-//! A dump looks at every G header ever made (`task::allgs`). A live G's fields are
+//! A dump looks at every G header ever made (`task::g::all_gs`). A live G's fields are
 //! read under its `meta` lock (`G::snapshot`). A G parked off its stack is pinned
 //! for a moment (`G::inspect`, Go's `_Gscan`) and resumed on the dump's own
 //! thread, where it records its frames and parks again; its wakers wait out the
@@ -10,11 +10,13 @@
 //! resolved on the dump's thread, which has a large stack, so any goroutine may
 //! ask for a dump.
 
+use crate::runtime::sched::m::current;
+use crate::runtime::sched::syscall::blocking;
 use crate::runtime::sys::frames::{self, Captured, Keep};
 use crate::runtime::task::creators;
+use crate::runtime::task::g::GoId;
 use crate::runtime::task::g::{Snapshot, Status, WaitReason, CREATOR_THREAD_BIT};
 use crate::runtime::wait::thread_waits;
-use crate::GoId;
 use std::fmt;
 use std::io;
 use std::panic::Location;
@@ -179,7 +181,7 @@ impl fmt::Display for GoroutineInfo {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn goroutines() -> Vec<GoroutineInfo> {
-    let caller = crate::current();
+    let caller = current();
     on_dump_thread(move || collect_goroutines(caller))
 }
 
@@ -201,7 +203,7 @@ pub fn write_goroutines<W: io::Write + ?Sized>(w: &mut W) -> io::Result<()> {
 
 /// The whole dump as text.
 pub(crate) fn dump_text() -> String {
-    let caller = crate::current();
+    let caller = current();
     on_dump_thread(move || {
         let mut out = String::new();
         for g in collect_goroutines(caller) {
@@ -234,7 +236,7 @@ pub(crate) fn dump_text() -> String {
 fn on_dump_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     let f = std::sync::Mutex::new(Some(f));
     let run = || (f.lock().unwrap_or_else(|e| e.into_inner()).take()).map(|f| f());
-    crate::blocking(|| {
+    blocking(|| {
         std::thread::scope(|s| {
             let spawned = std::thread::Builder::new()
                 .name("goro-dump".into())
@@ -253,7 +255,7 @@ fn on_dump_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// collection runs in), shows as running, as in Go.
 fn collect_goroutines(caller: Option<GoId>) -> Vec<GoroutineInfo> {
     let now_ms = crate::runtime::sched::state::sched().nanotime() / 1_000_000;
-    let mut out: Vec<GoroutineInfo> = crate::runtime::task::allgs::all()
+    let mut out: Vec<GoroutineInfo> = crate::runtime::task::g::all_gs()
         .into_iter()
         .filter_map(|g| {
             let snap = g.snapshot()?;

@@ -137,7 +137,7 @@ pub(crate) fn render(s: &Sched) -> String {
             nil_or(m.lockedg().map_or(-1, |g| g.id() as i64)),
         );
     }
-    let mut gs: Vec<_> = crate::runtime::task::allgs::all()
+    let mut gs: Vec<_> = crate::runtime::task::g::all_gs()
         .into_iter()
         .filter_map(|g| g.snapshot().map(|snap| (snap, g.lockedm().map_or(-1, |m| m.id()))))
         .collect();

@@ -12,7 +12,8 @@
 //! Who touches what: the nesting count lives in the G's own context and the two
 //! links (`G::lockedm`, `M::lockedg`) are written only by the wired G itself.
 
-use super::m::{current_g, current_m};
+use super::m::{current_g, current_m, M};
+use crate::runtime::task::g::G;
 
 /// Wires the calling goroutine to its current OS thread (Go's
 /// `runtime.LockOSThread`).
@@ -122,5 +123,17 @@ pub fn unlock_os_thread() {
     if ctx.lock_count == 0 {
         g.set_lockedm(None);
         m.set_lockedg(None);
+    }
+}
+
+impl G {
+    /// The M this G is wired to, if any.
+    pub(crate) fn lockedm(&self) -> Option<&'static M> {
+        // SAFETY: non-null values are `&'static M` stored by `set_lockedm`.
+        unsafe { self.lockedm_raw().cast::<M>().as_ref() }
+    }
+
+    pub(crate) fn set_lockedm(&self, m: Option<&'static M>) {
+        self.set_lockedm_raw(m.map_or(std::ptr::null(), |m| (m as *const M).cast()));
     }
 }

@@ -20,7 +20,8 @@ use super::handover::Handover;
 use super::p::{PState, PStatus, P};
 use super::state::sched;
 use crate::runtime::sys::note::Note;
-use crate::runtime::task::g::{GRef, G};
+use crate::runtime::task::g::{GRef, GoId, G};
+use crate::runtime::task::locals::{thread_map_here, LocalMap};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
@@ -281,12 +282,38 @@ pub(crate) fn current_g() -> Option<GRef> {
     current_g_here()
 }
 
+/// The id of the goroutine running this code, or `None` on a plain OS thread. Inside
+/// [`blocking`](fn@crate::blocking), it is still the calling goroutine's id.
+///
+/// ```
+/// assert_eq!(goro::current(), None);
+/// let h = goro::go!(|| goro::current());
+/// let id = h.id();
+/// assert_eq!(h.join().unwrap(), Some(id));
+/// ```
+pub fn current() -> Option<GoId> {
+    current_g()
+        .or_else(|| current_m().and_then(|m| m.syscallg()))
+        .map(|g| GoId::from_raw(g.id()))
+}
+
 /// [`current_g`]'s read, inlined: only for the body of another `#[inline(never)]`
 /// accessor, which computes the thread-local's address afresh on each call.
 #[inline(always)]
 pub(crate) fn current_g_here() -> Option<GRef> {
     let g = CURRENT_G.with(|c| c.get());
     std::ptr::NonNull::new(g as *mut G).map(GRef::from_ptr)
+}
+
+/// The running context's map of goroutine-local values (`task::locals`): the
+/// current G's (also inside its `blocking` call), else this thread's. Never
+/// inlined, like every accessor of the current G here.
+#[inline(never)]
+pub(crate) fn current_map() -> *mut LocalMap {
+    if let Some(g) = current_g_here().or_else(|| current_m_here().and_then(|m| m.syscallg())) {
+        return g.locals();
+    }
+    thread_map_here()
 }
 
 pub(crate) fn set_current_g(g: Option<GRef>) {

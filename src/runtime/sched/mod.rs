@@ -12,6 +12,7 @@ pub(crate) mod preempt;
 pub(crate) mod procresize;
 pub(crate) mod schedule;
 pub(crate) mod state;
+pub(crate) mod switch;
 pub(crate) mod syscall;
 pub(crate) mod template;
 pub(crate) mod timers;

@@ -17,10 +17,12 @@
 //! single compare-and-swap; the protocol is in [`super::ownership`].
 
 use super::m::M;
+use super::state::sched;
 use super::timers::Timers;
 use crate::runtime::queue::runq::RunQueue;
 use crate::runtime::task::g::GRef;
-use crate::runtime::task::stack::StackCache;
+use crate::runtime::task::gfree::GFreeCache;
+use crate::runtime::task::stack_pool::StackCache;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -121,8 +123,8 @@ pub(crate) enum Unwatched {
 /// State only the M holding the P touches.
 pub(crate) struct Local {
     pub(crate) stacks: StackCache,
-    /// Free G headers (`gfree.rs`).
-    pub(crate) gfree: Vec<GRef>,
+    /// Free G headers ([`gfget`], [`gfput`]).
+    pub(crate) gfree: GFreeCache,
     /// Next G id to hand out and the end of the reserved batch (Go's goidcache).
     pub(crate) goid_next: u64,
     pub(crate) goid_end: u64,
@@ -180,7 +182,7 @@ impl P {
             gfreecnt: AtomicUsize::new(0),
             local: UnsafeCell::new(Local {
                 stacks: StackCache::new(),
-                gfree: Vec::new(),
+                gfree: GFreeCache::new(),
                 goid_next: 0,
                 goid_end: 0,
                 rounds_since_look: 0,
@@ -248,7 +250,45 @@ impl P {
     pub(crate) fn runq_put(&self, g: GRef, next: bool) {
         self.runq.push(g.as_ptr(), next, |batch| {
             let batch: &[GRef] = GRef::slice_from_ptrs(batch);
-            super::state::sched().global.push_batch(batch);
+            sched().global.push_batch(batch);
         });
     }
+}
+
+/// A free header for a new G: from the list of `p` (the current M's P, if any),
+/// the global pool, or the heap. The caller owns it exclusively until it queues
+/// the G.
+pub(crate) fn gfget(p: Option<&P>) -> GRef {
+    let pool = &sched().gfree;
+    let Some(p) = p else {
+        return pool.get();
+    };
+    // SAFETY: `p` is held by the calling M; no other reference to its local state
+    // is live.
+    let local = unsafe { p.local() };
+    let g = local.gfree.get(pool);
+    p.note_gfree(local.gfree.len());
+    g
+}
+
+/// Moves every free header of `p` (held exclusively: it is being destroyed) to
+/// the global pool.
+pub(crate) fn gfree_drain(p: &P) {
+    // SAFETY: the caller owns `p` exclusively.
+    let local = unsafe { p.local() };
+    local.gfree.drain_to(&sched().gfree);
+    p.note_gfree(0);
+}
+
+/// Returns the header of an exited G to `p`'s list (caller holds `p`), or to the
+/// global pool from an M without a P.
+pub(crate) fn gfput(p: Option<&P>, g: GRef) {
+    let Some(p) = p else {
+        sched().gfree.put(g);
+        return;
+    };
+    // SAFETY: the caller holds `p`; no other reference to its local state is live.
+    let local = unsafe { p.local() };
+    local.gfree.put(g, || &sched().gfree);
+    p.note_gfree(local.gfree.len());
 }

@@ -23,5 +23,5 @@ pub(crate) fn check() {
 #[cold]
 #[inline(never)]
 fn preempted() {
-    crate::yield_now();
+    super::switch::yield_now();
 }

@@ -26,10 +26,9 @@ use super::config::MAX_PROCS;
 use super::m::{current_m, M};
 use super::mpark::{start_m, wake_netpoller, wakep};
 use super::ownership::{enter_runtime, leave_runtime, try_take_running};
-use super::p::{PState, PStatus, P};
+use super::p::{gfree_drain, PState, PStatus, P};
 use super::state::{sched, Sched};
 use super::timers::{DeadTimers, NO_TIMER};
-use crate::runtime::task::gfree::gfree_drain;
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 

@@ -43,14 +43,13 @@ use super::mpark::{
     stop_m, wake_netpoller, wakep, wakep_global,
 };
 use super::ownership::{enter_runtime, leave_runtime};
-use super::p::{bump, PState, PStatus, Unwatched, P};
+use super::p::{bump, gfput, PState, PStatus, Unwatched, P};
 use super::pollspin::{network_in_use, PollSpin};
 use super::state::{sched, Sched};
 use super::timers::NO_TIMER;
 use crate::runtime::queue::runq::RING_CAP;
 use crate::runtime::sys::sync_prims::{nap, spin_yield};
 use crate::runtime::task::g::{GRef, Outcome, Status, Switch};
-use crate::runtime::task::gfree::gfput;
 use crate::runtime::wait::park::Waiter;
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;

@@ -17,7 +17,7 @@ use crate::runtime::netpoll::Poller;
 use crate::runtime::queue::globrunq::GlobalRunq;
 use crate::runtime::queue::idle::Idle;
 use crate::runtime::task::gfree::GFreePool;
-use crate::runtime::task::stack::StackPool;
+use crate::runtime::task::stack_pool::StackPool;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};

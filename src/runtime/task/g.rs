@@ -42,6 +42,52 @@ use std::fmt;
 use std::panic::Location;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// A goroutine's id, unique for the life of the process (Go's goid, the number in
+/// `goroutine 17 [running]`). Ids are never reused.
+///
+/// Get one from [`JoinHandle::id`] or, inside the goroutine, from [`current`]. It
+/// is `Copy`, hashable and ordered, so it can key a map; it prints as the bare
+/// number.
+///
+/// ```
+/// let a = goro::go!(|| goro::current().unwrap());
+/// let b = goro::go!(|| ());
+/// let (id_a, id_b) = (a.id(), b.id());
+/// assert_ne!(id_a, id_b);
+/// assert_eq!(a.join().unwrap(), id_a);
+/// assert_eq!(id_a.to_string(), id_a.as_u64().to_string());
+/// # b.join().unwrap();
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GoId(u64);
+
+impl GoId {
+    pub(crate) fn from_raw(id: u64) -> GoId {
+        GoId(id)
+    }
+
+    /// The id as a number, as Go prints it (`goroutine 17`) and as goro's panic
+    /// messages and `GODEBUG=scheddetail=1` traces show it.
+    ///
+    /// ```
+    /// let h = goro::go!(|| ());
+    /// let id = h.id();
+    /// assert!(id.as_u64() > 0);
+    /// assert_eq!(format!("goroutine {id}"), format!("goroutine {}", id.as_u64()));
+    /// # h.join().unwrap();
+    /// ```
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for GoId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
 
 /// A G's status, numbered as Go's `_Grunnable`... so `scheddetail` prints the same
 /// `status=N`.
@@ -243,9 +289,10 @@ pub(crate) struct G {
     pub(crate) guard: Cell<(usize, usize)>,
     /// Next G in the global run queue; only touched under that queue's lock.
     schedlink: AtomicPtr<G>,
-    /// The M this G is wired to by `lock_os_thread`, null if none. Written by the G
+    /// The M this G is wired to by `lock_os_thread` (an `&'static M`, typed by
+    /// `G::lockedm` in `sched/lockosthread.rs`), null if none. Written by the G
     /// itself, read by any scheduler that dequeues it.
-    lockedm: AtomicPtr<crate::runtime::sched::m::M>,
+    lockedm: AtomicPtr<()>,
     /// Set by the M once this G has switched out to park and its coroutine is
     /// stored back; cleared by the G as it starts its next park, before its
     /// status turns `Waiting` (which happens before the switch). A dump may
@@ -264,6 +311,18 @@ pub(crate) struct G {
     /// fields above: so a dump never reads a name being freed.
     meta: AtomicBool,
     ctx: UnsafeCell<Context>,
+}
+
+/// Every G header ever made (Go's `allgs`), for goroutine dumps, scheddetail
+/// traces and the deadlock check. A header is recorded once, when it is first
+/// allocated ([`G::alloc`]), never per spawn; headers are never freed, so the
+/// list only grows to the peak number of live Gs. Readers take a copy and then
+/// look at each header through its own protocol (`G::snapshot`, `G::inspect`).
+static ALL_GS: Mutex<Vec<GRef>> = Mutex::new(Vec::new());
+
+/// Every G header so far, in allocation order ([`ALL_GS`]).
+pub(crate) fn all_gs() -> Vec<GRef> {
+    ALL_GS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// Who spawned a G, packed in one word: a G id, or a plain thread's token with
@@ -337,7 +396,7 @@ impl G {
             }),
         });
         let g = GRef(NonNull::from(Box::leak(g)));
-        super::allgs::add(g);
+        ALL_GS.lock().unwrap_or_else(|e| e.into_inner()).push(g);
         g
     }
 
@@ -392,7 +451,7 @@ impl G {
         let ctx = unsafe { self.ctx() };
         ctx.lock_count = 0;
         ctx.locals.reset();
-        self.set_lockedm(None);
+        self.set_lockedm_raw(std::ptr::null());
         if let Some(task) = ctx.task.take() {
             // SAFETY: the scheduler's reference, dropped once, at exit.
             unsafe { task.release() };
@@ -465,7 +524,7 @@ impl G {
                 creator: self.creator.load(Ordering::Relaxed),
                 created_at: self.created_at.get(),
                 wait_since_ms: self.wait_since.load(Ordering::Relaxed),
-                locked: self.lockedm().is_some(),
+                locked: !self.lockedm_raw().is_null(),
                 m: self.m_id(),
             })
         })
@@ -616,17 +675,13 @@ impl G {
         self.m.load(Ordering::Relaxed)
     }
 
-    /// The M this G is wired to, if any.
-    pub(crate) fn lockedm(&self) -> Option<&'static crate::runtime::sched::m::M> {
-        // SAFETY: non-null values are `&'static M` stored by `set_lockedm`.
-        unsafe { self.lockedm.load(Ordering::Relaxed).as_ref() }
+    /// The M this G is wired to, untyped (null if none): `G::lockedm` types it.
+    pub(crate) fn lockedm_raw(&self) -> *const () {
+        self.lockedm.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn set_lockedm(&self, m: Option<&'static crate::runtime::sched::m::M>) {
-        let ptr = m.map_or(std::ptr::null_mut(), |m| {
-            m as *const crate::runtime::sched::m::M as *mut crate::runtime::sched::m::M
-        });
-        self.lockedm.store(ptr, Ordering::Relaxed);
+    pub(crate) fn set_lockedm_raw(&self, m: *const ()) {
+        self.lockedm.store(m as *mut (), Ordering::Relaxed);
     }
 
     pub(crate) fn set_m_id(&self, id: i64) {
@@ -710,50 +765,14 @@ impl G {
         }
     }
 
-    /// Called on the G's own stack: records `switch` and returns to the M's
-    /// scheduler loop. Returns when some M resumes this G.
+    /// Records `switch` and switches to the M's scheduler loop; returns when
+    /// some M resumes this G. Callers go through `G::switch_out`
+    /// (`sched/switch.rs`), which keeps a G that is unwinding on its M.
     ///
     /// # Safety
     /// Must be called by the currently running G on itself.
-    ///
-    /// Kept small enough to inline into the caller: every frame between the
-    /// stack switch and the G's own code costs a mispredicted return when the G
-    /// resumes (the CPU's return predictor holds the other stack's addresses).
-    /// The rare cases (a panic unwinding, a dump's inspection) are out of line.
     #[inline(always)]
-    pub(crate) unsafe fn switch_out(&self, switch: Switch) {
-        // While a panic unwinds (a destructor parks), std counts the panic on this
-        // thread and `catch_unwind` uncounts it on whichever thread the G is on
-        // then: so the G stays on its M until it resumes, as if locked to it.
-        // Otherwise that M would believe it is panicking forever and abort at its
-        // next panic. The check is one relaxed load when nothing panics.
-        if std::thread::panicking() {
-            // SAFETY: the caller's contract.
-            return unsafe { self.switch_out_pinned(switch) };
-        }
-        // SAFETY: the caller's contract.
-        unsafe { self.suspend(switch) };
-    }
-
-    /// [`G::switch_out`] while a panic unwinds: wired to this M until resumed.
-    ///
-    /// # Safety
-    /// As `switch_out`.
-    #[cold]
-    #[inline(never)]
-    unsafe fn switch_out_pinned(&self, switch: Switch) {
-        crate::runtime::sched::lockosthread::lock_os_thread();
-        // SAFETY: the caller's contract.
-        unsafe { self.suspend(switch) };
-        crate::runtime::sched::lockosthread::unlock_os_thread();
-    }
-
-    /// [`G::switch_out`]'s switch.
-    ///
-    /// # Safety
-    /// As `switch_out`.
-    #[inline(always)]
-    unsafe fn suspend(&self, switch: Switch) {
+    pub(crate) unsafe fn suspend(&self, switch: Switch) {
         // SAFETY: the running G owns itself (caller's contract).
         let ctx = unsafe { self.ctx() };
         ctx.switch = switch;

@@ -11,12 +11,10 @@
 //! Gs. Soundness relies on that: `schedule::prefetch_next` reads a header it does
 //! not own (one a thief may have taken, run and recycled meanwhile).
 //!
-//! Who may touch what: a P's list is its holder's ([`crate::runtime::sched::p::Local`]); the pool
-//! is locked.
+//! Who may touch what: a P's list, a [`GFreeCache`], is its holder's; the pool
+//! is locked. `sched/p.rs` (`gfget`, `gfput`) picks the list of the P at hand.
 
 use super::g::{GRef, G};
-use crate::runtime::sched::p::P;
-use crate::runtime::sched::state::sched;
 use std::sync::Mutex;
 
 /// Headers moved between a P's list and the global pool at once.
@@ -39,51 +37,55 @@ impl GFreePool {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<GRef>> {
         self.list.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-/// A free header for a new G: from the list of `p` (the current M's P, if any),
-/// the global pool, or the heap. The caller owns it exclusively until it queues
-/// the G.
-pub(crate) fn gfget(p: Option<&P>) -> GRef {
-    let pool = &sched().gfree;
-    let Some(p) = p else {
-        return pool.lock().pop().unwrap_or_else(G::alloc);
-    };
-    // SAFETY: `p` is held by the calling M; no other reference to its local state
-    // is live.
-    let local = unsafe { p.local() };
-    if local.gfree.is_empty() {
-        let mut global = pool.lock();
-        let at = global.len().saturating_sub(BATCH);
-        local.gfree.extend(global.drain(at..));
+    /// A free header from the pool, or a new one, for an M without a P.
+    pub(crate) fn get(&self) -> GRef {
+        self.lock().pop().unwrap_or_else(G::alloc)
     }
-    let g = local.gfree.pop().unwrap_or_else(G::alloc);
-    p.note_gfree(local.gfree.len());
-    g
-}
 
-/// Moves every free header of `p` (held exclusively: it is being destroyed) to
-/// the global pool.
-pub(crate) fn gfree_drain(p: &P) {
-    // SAFETY: the caller owns `p` exclusively.
-    let local = unsafe { p.local() };
-    sched().gfree.lock().append(&mut local.gfree);
-    p.note_gfree(0);
-}
-
-/// Returns the header of an exited G to `p`'s list (caller holds `p`), or to the
-/// global pool from an M without a P.
-pub(crate) fn gfput(p: Option<&P>, g: GRef) {
-    let Some(p) = p else {
-        sched().gfree.lock().push(g);
-        return;
-    };
-    // SAFETY: the caller holds `p`; no other reference to its local state is live.
-    let local = unsafe { p.local() };
-    local.gfree.push(g);
-    if local.gfree.len() > LOCAL_MAX {
-        let at = local.gfree.len() - LOCAL_MAX / 2;
-        sched().gfree.lock().extend(local.gfree.drain(at..));
+    /// Takes back the header of an exited G, from an M without a P.
+    pub(crate) fn put(&self, g: GRef) {
+        self.lock().push(g);
     }
-    p.note_gfree(local.gfree.len());
+}
+
+/// A P's free headers. Only the M holding the P touches it.
+pub(crate) struct GFreeCache {
+    list: Vec<GRef>,
+}
+
+impl GFreeCache {
+    pub(crate) fn new() -> Self {
+        GFreeCache { list: Vec::new() }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// A free header for a new G: from this list, refilled by a batch from
+    /// `pool` when empty, else a new one.
+    pub(crate) fn get(&mut self, pool: &GFreePool) -> GRef {
+        if self.list.is_empty() {
+            let mut global = pool.lock();
+            let at = global.len().saturating_sub(BATCH);
+            self.list.extend(global.drain(at..));
+        }
+        self.list.pop().unwrap_or_else(G::alloc)
+    }
+
+    /// Takes back the header of an exited G; past [`LOCAL_MAX`], gives half to
+    /// the pool (`pool` is called only then).
+    pub(crate) fn put<'a>(&mut self, g: GRef, pool: impl FnOnce() -> &'a GFreePool) {
+        self.list.push(g);
+        if self.list.len() > LOCAL_MAX {
+            let at = self.list.len() - LOCAL_MAX / 2;
+            pool().lock().extend(self.list.drain(at..));
+        }
+    }
+
+    /// Moves every header to `pool` (the P is being destroyed).
+    pub(crate) fn drain_to(&mut self, pool: &GFreePool) {
+        pool.lock().append(&mut self.list);
+    }
 }

@@ -161,7 +161,7 @@ fn destroyed_panic() -> ! {
 ///
 /// # Safety
 /// `map` is the running context's map, and that context is ending.
-unsafe fn destroy(map: *mut LocalMap) {
+pub(crate) unsafe fn destroy(map: *mut LocalMap) {
     loop {
         let next = {
             // SAFETY: the running context's map; the borrow ends before the drop.
@@ -180,12 +180,6 @@ unsafe fn destroy(map: *mut LocalMap) {
     unsafe { (*map).done = true };
 }
 
-/// Drops the running G's values, on its own stack, at its end.
-pub(crate) fn destroy_running() {
-    // SAFETY: the map is this G's; its body has returned, so the G is ending.
-    unsafe { destroy(current_map()) }
-}
-
 /// A plain thread's map, whose values drop when the thread exits.
 struct ThreadMap(UnsafeCell<LocalMap>);
 
@@ -202,14 +196,11 @@ thread_local! {
     static THREAD_MAP: ThreadMap = ThreadMap(UnsafeCell::new(LocalMap::default()));
 }
 
-/// The running context's map: the current G's (also inside its `blocking`
-/// call), else this thread's. Never inlined: see the module docs.
-#[inline(never)]
-pub(crate) fn current_map() -> *mut LocalMap {
-    use crate::runtime::sched::m::{current_g_here, current_m_here};
-    if let Some(g) = current_g_here().or_else(|| current_m_here().and_then(|m| m.syscallg())) {
-        return g.locals();
-    }
+/// This thread's map, for [`current_map`](crate::runtime::sched::m::current_map)
+/// when no G runs here. Inlined into that `#[inline(never)]` accessor, so the
+/// thread-local's address is computed afresh on each call (module docs).
+#[inline(always)]
+pub(crate) fn thread_map_here() -> *mut LocalMap {
     THREAD_MAP
         .try_with(|t| t.0.get())
         .unwrap_or_else(|_| panic!("goro: cannot access a goroutine-local value while this thread exits"))

@@ -24,13 +24,13 @@
 //! touched only while it is held. It is held for a few instructions (store or take
 //! a result and a waiter), never across a park, so waiters spin.
 
-pub(crate) mod allgs;
 pub(crate) mod creators;
 pub(crate) mod g;
 pub(crate) mod gfree;
 pub(crate) mod locals;
 pub(crate) mod scavenge;
 pub(crate) mod stack;
+pub(crate) mod stack_pool;
 
 use std::io;
 use std::ptr::NonNull;

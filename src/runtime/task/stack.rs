@@ -1,5 +1,5 @@
 //! Goroutine stacks: slabs of `mmap(MAP_NORESERVE)` memory, one guard page per
-//! stack, and free lists (a per-P cache for the default size, a global pool per size).
+//! stack. The free lists they go back to are in `stack_pool.rs`.
 //!
 //! # Layout
 //! A slab is one anonymous mapping holding `n` stacks of `size` usable bytes, each
@@ -13,32 +13,18 @@
 //! to `mprotect(PROT_NONE)`, which splits the mapping (2 VMAs per stack, so about
 //! 32k live stacks under the default 65530 map limit).
 //!
-//! Slabs are never unmapped: like Go's stack spans they are recycled through the
-//! free lists, and their touched pages stay resident for the next G. Releasing
-//! each returned stack's pages at once (`MADV_DONTNEED`) was measured and dropped:
-//! every call flushes the TLB on all cores, and with 100,000 sleeping Gs exiting it
-//! cost a fifth of the run's cycles. Instead, sysmon's scavenger (`scavenge.rs`)
-//! releases the pages of stacks that sat unused in the global pool for a whole
-//! period.
-//!
-//! # Who may touch what
-//! [`StackCache`] lives inside a P and is used only by the M holding that P.
-//! [`StackPool`] is global and locked.
+//! Slabs are never unmapped: like Go's stack spans their stacks are recycled
+//! through the free lists (`stack_pool.rs`), touched pages and all; the
+//! scavenger (`scavenge.rs`) releases the pages of stacks left unused
+//! ([decision 0022](../../../docs/decisions/0022-stacks.md)).
 
-use super::scavenge::{release, FreeStacks, PoolHints};
-use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
 /// `madvise` advice that installs a guard marker (Linux 6.13, not yet in `libc`).
 const MADV_GUARD_INSTALL: libc::c_int = 102;
 /// Target bytes per slab (stack count = this / stride, at least 1).
 pub(crate) const SLAB_BYTES: usize = 64 << 20;
-/// Stacks moved between a P's cache and the global pool at once.
-const CACHE_BATCH: usize = 16;
-/// A P's cache holds at most this many stacks before giving half back.
-const CACHE_MAX: usize = 64;
 /// Smallest stack handed out (smaller requests are rounded up).
 pub(crate) const MIN_STACK_SIZE: usize = 16 << 10;
 /// Largest stack accepted.
@@ -100,7 +86,7 @@ impl GStack {
 }
 
 /// Maps a slab of `count` stacks of `size` bytes and installs their guard pages.
-fn map_slab(size: usize, count: usize) -> io::Result<Vec<GStack>> {
+pub(crate) fn map_slab(size: usize, count: usize) -> io::Result<Vec<GStack>> {
     let page = page_size();
     let stride = size + page;
     let len = stride
@@ -155,138 +141,5 @@ fn install_guard(addr: usize, page: usize) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
-    }
-}
-
-/// The global pool of free stacks, by size, aged by the scavenger
-/// (`scavenge.rs`).
-pub(crate) struct StackPool {
-    free: Mutex<HashMap<usize, FreeStacks>>,
-    hints: PoolHints,
-}
-
-impl StackPool {
-    pub(crate) fn new() -> Self {
-        StackPool {
-            free: Mutex::new(HashMap::new()),
-            hints: PoolHints::default(),
-        }
-    }
-
-    pub(crate) fn hints(&self) -> &PoolHints {
-        &self.hints
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<usize, FreeStacks>> {
-        self.free.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Moves up to `n` free stacks of `size` into `out`, mapping a new slab if the
-    /// pool has none. `size` must come from [`round_size`].
-    pub(crate) fn take(&self, size: usize, n: usize, out: &mut Vec<GStack>) -> io::Result<()> {
-        let had = out.len();
-        if let Some(free) = self.lock().get_mut(&size) {
-            free.take(n, out);
-        }
-        if out.len() > had {
-            return Ok(());
-        }
-        let count = (SLAB_BYTES / (size + page_size())).max(1);
-        let mut slab = map_slab(size, count)?;
-        let give = n.min(slab.len());
-        out.extend(slab.drain(slab.len() - give..));
-        if !slab.is_empty() {
-            let mut pool = self.lock();
-            let free = pool.entry(size).or_default();
-            slab.into_iter().for_each(|s| free.give(s));
-            self.hints.given();
-        }
-        Ok(())
-    }
-
-    /// Returns stacks to the pool.
-    pub(crate) fn give(&self, stacks: impl IntoIterator<Item = GStack>) {
-        let mut pool = self.lock();
-        for s in stacks {
-            pool.entry(s.size()).or_default().give(s);
-        }
-        self.hints.given();
-    }
-
-    /// A scavenge period ends (`scavenge.rs`).
-    pub(crate) fn end_period(&self) {
-        let mut pool = self.lock();
-        pool.values_mut().for_each(FreeStacks::end_period);
-        self.hints.refresh(pool.values());
-    }
-
-    /// Releases the pages of up to `n` due stacks, outside the lock: they are
-    /// out of the pool meanwhile, so no G can be given one.
-    pub(crate) fn release_due(&self, n: usize) {
-        let mut batch: Vec<(usize, Vec<GStack>)> = Vec::new();
-        {
-            let mut pool = self.lock();
-            let mut left = n;
-            for (&size, free) in pool.iter_mut().filter(|(_, f)| f.has_due()) {
-                if left == 0 {
-                    break;
-                }
-                let mut stacks = Vec::new();
-                free.take_due(left, &mut stacks);
-                left -= stacks.len();
-                batch.push((size, stacks));
-            }
-        }
-        for (_, stacks) in &mut batch {
-            release(stacks);
-        }
-        let mut pool = self.lock();
-        for (size, stacks) in batch {
-            pool.entry(size).or_default().put_cold(stacks);
-        }
-        self.hints.refresh(pool.values());
-    }
-}
-
-/// A P's cache of free default-size stacks. Owner (the M holding the P) only.
-pub(crate) struct StackCache {
-    stacks: Vec<GStack>,
-}
-
-impl StackCache {
-    pub(crate) fn new() -> Self {
-        StackCache { stacks: Vec::new() }
-    }
-
-    /// A stack of `size` (already rounded): from this cache if it is the default
-    /// size, else from the pool.
-    pub(crate) fn get(&mut self, pool: &StackPool, size: usize, default_size: usize) -> io::Result<GStack> {
-        if size != default_size {
-            let mut one = Vec::with_capacity(1);
-            pool.take(size, 1, &mut one)?;
-            return Ok(one.pop().expect("pool.take returned a stack"));
-        }
-        if self.stacks.is_empty() {
-            pool.take(size, CACHE_BATCH, &mut self.stacks)?;
-        }
-        Ok(self.stacks.pop().expect("cache refilled"))
-    }
-
-    /// Gives every cached stack back to the pool (the P is going away).
-    pub(crate) fn drain_to(&mut self, pool: &StackPool) {
-        pool.give(self.stacks.drain(..));
-    }
-
-    /// Takes back a stack whose coroutine has finished.
-    pub(crate) fn put(&mut self, pool: &StackPool, stack: GStack, default_size: usize) {
-        if stack.size() != default_size {
-            pool.give([stack]);
-            return;
-        }
-        self.stacks.push(stack);
-        if self.stacks.len() > CACHE_MAX {
-            let at = self.stacks.len() - CACHE_MAX / 2;
-            pool.give(self.stacks.drain(at..));
-        }
     }
 }
