@@ -6,8 +6,10 @@
 //
 //	BENCH workload=<name> impl=go procs=<P> value=<number> unit=<unit>
 //
-// The workloads mirror ../src/bin/{goro,tokio,may}.rs; main itself is the
-// driver goroutine. Adding a workload: a defaultN entry and a case in main.
+// The workloads mirror ../src/workloads.rs (shared by the goro, tokio and may
+// binaries); main itself is the driver goroutine, which also runs
+// mutex_uncontended's loop (the Rust binaries run it in one spawned task).
+// Adding a workload: a defaultN entry and a case in main.
 //
 // Except the servers: http_server (http_server.go), an HTTP/1.1 server for wrk,
 // and echo_server: a TCP echo server for the shared load generator
@@ -292,7 +294,8 @@ func workUnit(n int) (float64, string) {
 	return time.Since(t).Seconds() * 1e3 / float64(n), "ms"
 }
 
-// share: items of part i when n items are split into parts parts (as lib.rs).
+// share: items of part i when n items are split into parts parts (as
+// workloads.rs).
 func share(n, parts, i int) int {
 	k := n / parts
 	if i < n%parts {
@@ -450,7 +453,7 @@ func mutexContended(n int) (float64, string) {
 }
 
 // nextSleepMs: the next sleep of a goroutine, 1..=50 ms, from the same 64-bit
-// LCG as lib.rs's next_sleep_ms (state starts at the goroutine's index).
+// LCG as workloads.rs's next_sleep_ms (state starts at the goroutine's index).
 func nextSleepMs(state *uint64) time.Duration {
 	*state = *state*6364136223846793005 + 1442695040888963407
 	return time.Duration(1+(*state>>33)%50) * time.Millisecond
@@ -491,8 +494,9 @@ type tick struct {
 }
 
 // hogSpin is hog_latency's hog: it spins for d with no yield and no runtime
-// call other than the clock (time.Since every 1000 iterations), as lib.rs's
-// hog_spin; Go preempts it asynchronously. Returns when it started and ended.
+// call other than the clock (time.Since every 1000 iterations), as
+// workloads.rs's hog_spin; Go preempts it asynchronously. Returns when it
+// started and ended.
 //
 //go:noinline
 func hogSpin(d time.Duration) (start, end time.Time) {
@@ -511,7 +515,7 @@ func hogSpin(d time.Duration) (start, end time.Time) {
 // hogP99: the nearest-rank 99th percentile (sort, index ceil(0.99 len) - 1) of
 // the lateness of the sleeps that started while the hog ran (strictly after
 // start, before end); if there is none, the largest lateness of all. ms rounded
-// to 2 decimals, as lib.rs's hog_p99.
+// to 2 decimals, as workloads.rs's hog_p99.
 func hogP99(ticks []tick, start, end time.Time) (float64, string) {
 	var during []float64
 	for _, t := range ticks {
@@ -570,7 +574,7 @@ func hogLatency(n int) (float64, string) {
 var echoErrors atomic.Int64
 
 // echoError reports an unexpected connection or accept error on stderr, as
-// lib.rs's echo_error does (the client closes every connection cleanly).
+// workloads.rs's echo_error does (the client closes every connection cleanly).
 func echoError(what string, err error) {
 	switch k := echoErrors.Add(1); {
 	case k <= 20:

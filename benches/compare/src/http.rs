@@ -13,7 +13,7 @@
 
 use std::io::Write;
 
-use crate::fail;
+use crate::harness::{fail, procs_from_env};
 
 /// The body of every `GET` answer (the same 13 bytes in all implementations).
 pub const HELLO: &str = "hello, world\n";
@@ -37,7 +37,7 @@ pub fn parse_http_args(name: &str) -> HttpArgs {
         std::process::exit(2)
     };
     let mut addr = None;
-    let mut procs = crate::procs_from_env();
+    let mut procs = procs_from_env();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {

@@ -13,8 +13,9 @@
 use std::convert::Infallible;
 
 use bytes::Bytes;
+use compare::harness::tokio_runtime;
 use compare::http::{announce_http, http_fail, parse_http_args, ECHO_TYPE, HELLO, HELLO_TYPE};
-use compare::{echo_error, tokio_current_thread};
+use compare::workloads::echo_error;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
@@ -25,15 +26,7 @@ const NAME: &str = "http_tokio";
 
 fn main() {
     let args = parse_http_args(NAME);
-    let rt = if tokio_current_thread(args.procs) {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(args.procs)
-            .enable_all()
-            .build()
-    }
-    .unwrap_or_else(|e| http_fail("tokio runtime", &e));
+    let (rt, _) = tokio_runtime(args.procs).unwrap_or_else(|e| http_fail("tokio runtime", &e));
     rt.block_on(serve(&args.addr));
 }
 
