@@ -21,9 +21,9 @@
 //! the lock its waker holds.
 
 use super::error::{RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
+use crate::runtime::sched::ready::Waiter;
 use crate::runtime::sys::lock::{RawGuard, RawMutex};
 use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::park::Waiter;
 use crate::runtime::wait::waitq::{block, Sudog, WaitQueue};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;

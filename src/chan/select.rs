@@ -18,9 +18,10 @@
 use super::channel::{wake_one, Chan, Wake};
 use super::error::{RecvError, SendError};
 use super::{Receiver, Sender};
+use crate::runtime::sched::ready::Claim;
 use crate::runtime::sys::lock::RawMutex;
 use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::park::{Claim, Parker};
+use crate::runtime::wait::park::Parker;
 use crate::runtime::wait::waitq::Sudog;
 use std::cell::Cell;
 

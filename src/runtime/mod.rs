@@ -41,6 +41,7 @@
 //! that finds and runs Gs) → `park` (how a G waits and is readied) → `stack`
 //! (where its stack came from and goes back to).
 
+mod boot;
 #[cfg(all(test, loom))]
 mod loom_models;
 pub(crate) mod monitor;

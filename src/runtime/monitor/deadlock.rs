@@ -37,12 +37,12 @@
 //! as long as nothing else changes: such a thread may exit without any event
 //! goro would see.
 
+use crate::runtime::sched::observers::{self, send, EVENT_CHECK, EVENT_SIGQUIT};
 use crate::runtime::sched::state::Sched;
 use crate::runtime::sys::os_threads;
 use crate::runtime::task::g::{Status, WaitReason};
 use crate::runtime::wait::thread_waits;
 use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 /// The second look comes this long after the first.
@@ -53,14 +53,6 @@ const MIN_LOOK_GAP: Duration = Duration::from_millis(10);
 /// doubling up to the last.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(1);
-
-/// The pipe's write end (-1 before the reporter started).
-static PIPE_W: AtomicI32 = AtomicI32::new(-1);
-/// A check is requested or running: further pokes need not write.
-static REQUESTED: AtomicBool = AtomicBool::new(false);
-
-const EVENT_CHECK: u8 = b'D';
-const EVENT_SIGQUIT: u8 = b'Q';
 
 /// Starts the reporter thread and, unless the program handles SIGQUIT itself,
 /// the SIGQUIT handler. Called once, at the runtime's start.
@@ -82,39 +74,8 @@ pub(crate) fn start(s: &'static Sched) {
         eprintln!("goro: no deadlock report or SIGQUIT dump: cannot start the reporter thread: {e}");
         return;
     }
-    PIPE_W.store(write_fd, Ordering::Release);
+    observers::reporter_started(write_fd);
     install_sigquit();
-}
-
-/// The check may be due: see the module docs.
-pub(crate) fn poke() {
-    let Some(s) = crate::runtime::sched::state::try_sched() else {
-        return;
-    };
-    if PIPE_W.load(Ordering::Acquire) < 0 {
-        return; // the reporter is not running (yet): nobody to wake
-    }
-    if s.godebug.no_deadlock_report
-        || !thread_waits::any_untimed()
-        || (s.idle.npidle() as usize) < s.gomaxprocs()
-        || crate::runtime::netpoll::waiters() > 0
-        || s.procs().any(|p| p.timers.any_live())
-    {
-        return;
-    }
-    if !REQUESTED.swap(true, Ordering::AcqRel) {
-        send(EVENT_CHECK);
-    }
-}
-
-/// Writes one event byte to the reporter's pipe. Async-signal-safe.
-fn send(event: u8) {
-    let fd = PIPE_W.load(Ordering::Acquire);
-    if fd >= 0 {
-        // SAFETY: writing one byte from a valid buffer; a full pipe (an event is
-        // already pending) or a closed one only makes the write fail.
-        unsafe { libc::write(fd, std::ptr::addr_of!(event).cast(), 1) };
-    }
 }
 
 extern "C" fn on_sigquit(_sig: libc::c_int) {
@@ -183,7 +144,7 @@ fn serve(s: &'static Sched, read_fd: i32) {
         // Cleared before the look: a poke from here on writes again. A poke
         // that came before, and did not write, made its change (an idle P, a
         // new wait) before its swap, which this swap reads: the look sees it.
-        REQUESTED.swap(false, Ordering::AcqRel);
+        observers::check_started();
         last_look = std::time::Instant::now();
         retry = match look(s) {
             Look::Dead(first) => {
@@ -237,7 +198,8 @@ enum Look {
 /// idle moment of a program whose other threads keep it from ever reporting.
 fn look(s: &Sched) -> Look {
     let before = thread_waits::generation();
-    if (s.idle.npidle() as usize) < s.gomaxprocs() || !s.global.is_empty() || crate::runtime::netpoll::waiters() > 0 {
+    if (s.idle.npidle() as usize) < s.gomaxprocs() || !s.global.is_empty() || crate::runtime::sched::poll::waiters() > 0
+    {
         return Look::Alive;
     }
     if s.procs().any(|p| !p.runq.is_empty() || p.timers.any_live()) {

@@ -9,61 +9,6 @@ use crate::runtime::sched::state::Sched;
 use crate::runtime::task::g::Status;
 use std::fmt::Write as _;
 
-/// The parsed `GODEBUG` settings goro understands.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Godebug {
-    /// Print period in ms; 0 = off.
-    pub(crate) schedtrace_ms: u64,
-    pub(crate) scheddetail: bool,
-    /// `deadlock=0` turns the deadlock report off.
-    pub(crate) no_deadlock_report: bool,
-    /// `heaptrim=0` turns the heap trim off (`heap_trim.rs`).
-    pub(crate) no_heap_trim: bool,
-}
-
-impl Godebug {
-    pub(crate) fn from_env() -> Godebug {
-        match std::env::var("GODEBUG") {
-            Ok(v) => Godebug::parse(&v, |warning| eprintln!("goro: GODEBUG: {warning}")),
-            Err(_) => Godebug::default(),
-        }
-    }
-
-    /// Parses `key=value,...`; unknown keys are left to other readers (Go ignores
-    /// them too), bad values of our keys are reported through `warn`.
-    pub(crate) fn parse(v: &str, mut warn: impl FnMut(String)) -> Godebug {
-        let mut g = Godebug::default();
-        for kv in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, val) = kv.split_once('=').unwrap_or((kv, ""));
-            match k {
-                "schedtrace" => match val.parse::<u64>() {
-                    Ok(ms) => g.schedtrace_ms = ms,
-                    Err(_) => warn(format!(
-                        "schedtrace={val:?} is not a whole number of milliseconds; ignored"
-                    )),
-                },
-                "scheddetail" => match val {
-                    "0" => g.scheddetail = false,
-                    "1" => g.scheddetail = true,
-                    _ => warn(format!("scheddetail={val:?} must be 0 or 1; ignored")),
-                },
-                "deadlock" => match val {
-                    "0" => g.no_deadlock_report = true,
-                    "1" => g.no_deadlock_report = false,
-                    _ => warn(format!("deadlock={val:?} must be 0 or 1; ignored")),
-                },
-                "heaptrim" => match val {
-                    "0" => g.no_heap_trim = true,
-                    "1" => g.no_heap_trim = false,
-                    _ => warn(format!("heaptrim={val:?} must be 0 or 1; ignored")),
-                },
-                _ => {}
-            }
-        }
-        g
-    }
-}
-
 /// One report: the summary line, and with scheddetail the P, M and G lines.
 pub(crate) fn render(s: &Sched) -> String {
     let detail = s.godebug.scheddetail;
@@ -170,33 +115,5 @@ fn nil_or(v: i64) -> String {
         "nil".to_string()
     } else {
         v.to_string()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn godebug_parsing() {
-        let mut warnings = Vec::new();
-        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1,deadlock=0,heaptrim=0", |w| {
-            warnings.push(w)
-        });
-        assert_eq!(
-            g,
-            Godebug {
-                schedtrace_ms: 250,
-                scheddetail: true,
-                no_deadlock_report: true,
-                no_heap_trim: true,
-            }
-        );
-        assert!(warnings.is_empty());
-        let g = Godebug::parse("schedtrace=abc,scheddetail=yes,deadlock=no,heaptrim=off", |w| {
-            warnings.push(w)
-        });
-        assert_eq!(g, Godebug::default());
-        assert_eq!(warnings.len(), 4, "{warnings:?}");
     }
 }

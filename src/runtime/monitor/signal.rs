@@ -2,7 +2,7 @@
 //!
 //! A G that runs off the bottom of its stack touches the guard page below it (Rust
 //! emits stack probes for large frames, so no frame can jump over the page). The
-//! handler runs on the M's `sigaltstack`, sees that the faulting address is inside
+//! handler runs on the M's `sigaltstack` (`sys/altstack.rs`), sees that the faulting address is inside
 //! the guard page of the G this thread is running (`CURRENT_G`, a plain TLS read),
 //! or of the G whose `blocking` call this M runs (`M::syscallg`: the call runs on
 //! the G's stack while `CURRENT_G` is clear), prints
@@ -17,9 +17,6 @@
 use crate::runtime::sched::m::{current_m_here, CURRENT_G};
 use crate::runtime::task::g::G;
 use std::sync::OnceLock;
-
-/// Size of each M's alternate signal stack.
-const ALT_STACK_SIZE: usize = 64 << 10;
 
 /// The handlers that were installed before ours, for chaining.
 static PREVIOUS: OnceLock<[libc::sigaction; 2]> = OnceLock::new();
@@ -52,64 +49,6 @@ pub(crate) fn install() {
             }
         }
     });
-}
-
-/// Gives the calling M thread an alternate signal stack big enough for the handler.
-pub(crate) fn on_thread_start() {
-    // SAFETY: querying the current altstack with a null new-stack pointer.
-    let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::sigaltstack(std::ptr::null(), &mut current) };
-    if current.ss_flags & libc::SS_DISABLE == 0 && current.ss_size >= ALT_STACK_SIZE {
-        return;
-    }
-    // SAFETY: fresh anonymous mapping; checked below. It lives as long as the M's
-    // thread; `on_thread_exit` unmaps it.
-    let mem = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            ALT_STACK_SIZE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if mem == libc::MAP_FAILED {
-        return; // Overflows will then kill the process without our message.
-    }
-    let stack = libc::stack_t {
-        ss_sp: mem,
-        ss_flags: 0,
-        ss_size: ALT_STACK_SIZE,
-    };
-    // SAFETY: `stack` describes the mapping above.
-    unsafe { libc::sigaltstack(&stack, std::ptr::null_mut()) };
-    OUR_ALT_STACK.with(|c| c.set(mem));
-}
-
-thread_local! {
-    /// The alternate signal stack `on_thread_start` mapped for this thread, if any.
-    static OUR_ALT_STACK: std::cell::Cell<*mut libc::c_void> = const { std::cell::Cell::new(std::ptr::null_mut()) };
-}
-
-/// An M's thread is exiting: disables and unmaps the alternate stack it was given.
-pub(crate) fn on_thread_exit() {
-    let mem = OUR_ALT_STACK.with(|c| c.replace(std::ptr::null_mut()));
-    if mem.is_null() {
-        return;
-    }
-    let off = libc::stack_t {
-        ss_sp: std::ptr::null_mut(),
-        ss_flags: libc::SS_DISABLE,
-        ss_size: 0,
-    };
-    // SAFETY: disabling this thread's altstack; no signal handler runs on it now
-    // (we are not in a handler). Then the mapping is unused and ours to unmap.
-    unsafe {
-        libc::sigaltstack(&off, std::ptr::null_mut());
-        libc::munmap(mem, ALT_STACK_SIZE);
-    }
 }
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {

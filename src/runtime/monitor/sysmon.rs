@@ -48,7 +48,7 @@
 //! that up to 10 ms (Go's pacing); any intervention resets it, and a G entering a
 //! blocking call wakes it from a long sleep so the hand-off is not 10 ms late.
 //! When every P is idle there is nothing to watch: it sleeps until an M takes a P
-//! ([`Sysmon::p_acquired`]), waking only to retire idle Ms, for a timer
+//! ([`SysmonLink::p_acquired`]), waking only to retire idle Ms, for a timer
 //! that no M watches (Go's "deep sleep", which also ends at the next timer),
 //! for the scavenger while free stacks may still hold pages, and once for the
 //! heap trim after Gs ran.
@@ -63,26 +63,23 @@
 //! reads `deep`. One of them sees the other.
 //!
 //! Thread: only the sysmon thread runs [`run`]; the rest of the runtime reaches
-//! it through [`Sysmon::syscall_entered`].
+//! it through [`SysmonLink::syscall_entered`].
 
 use super::heap_trim::HeapTrim;
 use crate::runtime::sched::mpark::{hand_off_p, wakep};
+use crate::runtime::sched::observers::{self, MAX_DELAY};
 use crate::runtime::sched::ownership::try_take_running;
 use crate::runtime::sched::p::{PState, PStatus, P};
 use crate::runtime::sched::schedule::SLICE_NS;
 use crate::runtime::sched::state::Sched;
 use crate::runtime::sched::timers::NO_TIMER;
-use crate::runtime::sys::note::Note;
 use crate::runtime::task::scavenge::Scavenger;
 use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// Shortest and longest sleep between looks.
+/// Shortest sleep between looks (the longest is [`MAX_DELAY`]).
 const MIN_DELAY: Duration = Duration::from_micros(20);
-const MAX_DELAY: Duration = Duration::from_millis(10);
-/// [`MAX_DELAY`] in ns: sysmon looks at least this often while a P runs.
-pub(crate) const MAX_DELAY_NS: u64 = MAX_DELAY.as_nanos() as u64;
 /// Idle looks at the shortest delay before it starts doubling (Go's 50: 1 ms).
 const IDLE_LOOKS_BEFORE_BACKOFF: u32 = 50;
 /// A sleep at least this long is interrupted by a G entering a blocking call.
@@ -101,47 +98,6 @@ const NETPOLL_IDLE_P_AFTER_NS: u64 = 1_000_000;
 const TIMER_GRACE_NS: u64 = 250_000;
 /// An M parked this long exits if there are more Ms than GOMAXPROCS.
 pub(crate) const M_IDLE_RETIRE: Duration = Duration::from_secs(1);
-
-/// What the rest of the runtime shares with the sysmon thread.
-pub(crate) struct Sysmon {
-    note: Note,
-    /// Sysmon is in a sleep of at least [`LONG_SLEEP`].
-    sleeping_long: AtomicBool,
-    /// Sysmon sleeps because every P is idle.
-    deep: AtomicBool,
-}
-
-impl Sysmon {
-    pub(crate) fn new() -> Self {
-        Sysmon {
-            note: Note::new(),
-            sleeping_long: AtomicBool::new(false),
-            deep: AtomicBool::new(false),
-        }
-    }
-
-    /// Whether sysmon sleeps because every P is idle (`sysmonwait` in traces).
-    pub(crate) fn sleeps_deeply(&self) -> bool {
-        self.deep.load(Ordering::Relaxed)
-    }
-
-    /// An M took a P: if sysmon sleeps deeply, there is something to watch again.
-    #[inline]
-    pub(crate) fn p_acquired(&self) {
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.deep.load(Ordering::SeqCst) && self.deep.swap(false, Ordering::SeqCst) {
-            self.note.wake();
-        }
-    }
-
-    /// A G entered a blocking call: make sure sysmon looks soon.
-    #[inline]
-    pub(crate) fn syscall_entered(&self) {
-        if self.sleeping_long.load(Ordering::Relaxed) && self.sleeping_long.swap(false, Ordering::Relaxed) {
-            self.note.wake();
-        }
-    }
-}
 
 /// What sysmon last saw of a P (Go's `sysmontick`).
 #[derive(Clone, Copy)]
@@ -192,7 +148,7 @@ fn run(s: &'static Sched) -> ! {
     let _runtime_thread = crate::runtime::sys::os_threads::register();
     // As for every runtime thread that never idles as an M: a check that ran
     // before this registration saw an unknown thread (`monitor::deadlock`).
-    super::deadlock::poke();
+    observers::poke();
     let trace_ns = s.godebug.schedtrace_ms.saturating_mul(1_000_000);
     let mut next_trace = 0u64;
     let mut seen: Vec<Seen> = Vec::new();
@@ -309,7 +265,7 @@ fn deep_sleep(s: &Sched, timer_due: u64, scavenger: &Scavenger, heap_trim: &mut 
 /// Ms are woken for them. Returns when a poll is next due (`u64::MAX`: none while
 /// nothing changes).
 fn netpoll_if_stale(s: &Sched, now: u64) -> u64 {
-    if crate::runtime::netpoll::waiters() == 0 {
+    if crate::runtime::sched::poll::waiters() == 0 {
         return u64::MAX;
     }
     let last = s.lastpoll.load(Ordering::SeqCst);
@@ -328,7 +284,7 @@ fn netpoll_if_stale(s: &Sched, now: u64) -> u64 {
         .compare_exchange(last, now.max(1), Ordering::SeqCst, Ordering::SeqCst)
         .is_ok()
     {
-        crate::runtime::sched::schedule::netpoll(s, Some(Duration::ZERO));
+        crate::runtime::sched::poll::netpoll(s, Some(Duration::ZERO));
     }
     now + after
 }

@@ -60,17 +60,18 @@
 //! and `closing` are under the lock.
 
 use crate::runtime::sched::m::current_g;
-use crate::runtime::sched::mpark::ensure_poller;
+use crate::runtime::sched::poll::{self, ensure_poller};
+use crate::runtime::sched::ready::{Claim, Waiter, TIMED_OUT};
 use crate::runtime::sched::timers::Expire;
 #[cfg(not(loom))]
 use crate::runtime::sched::timers::{add_timer, Action};
 use crate::runtime::sys::sync_prims::AtomicU64;
 use crate::runtime::task::g::WaitReason;
 use crate::runtime::wait::guarded::{pop_all, pop_all_into, Guarded};
-use crate::runtime::wait::park::{Claim, OnDrop, Parker, Waiter, TIMED_OUT};
+use crate::runtime::wait::park::{OnDrop, Parker};
 use crate::runtime::wait::waitq::{Sudog, WaitQueue};
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 /// A direction of I/O.
@@ -114,14 +115,6 @@ fn token_seq(seq: u64) -> u64 {
 /// "none yet" of a fresh descriptor.
 fn sticky_mark(seq: u64) -> u64 {
     token_seq(seq) + 1
-}
-
-/// Gs (and threads) parked on any descriptor: the scheduler polls the network
-/// only while this is non-zero.
-static WAITERS: AtomicU32 = AtomicU32::new(0);
-
-pub(crate) fn waiters() -> u32 {
-    WAITERS.load(Ordering::SeqCst)
 }
 
 static POOL: Mutex<Vec<&'static PollDesc>> = Mutex::new(Vec::new());
@@ -225,7 +218,7 @@ impl PollDesc {
         if let Some(d) = arm {
             self.armed[i].store(d, Ordering::Relaxed);
         }
-        WAITERS.fetch_add(1, Ordering::SeqCst);
+        poll::add_waiter();
         if current_g().is_none() && !cfg!(loom) {
             ensure_poller();
         }
@@ -237,7 +230,7 @@ impl PollDesc {
             }
         });
         parker.park(WaitReason::IoWait, unlock);
-        WAITERS.fetch_sub(1, Ordering::SeqCst);
+        poll::remove_waiter();
         if claim.winner() == TIMED_OUT {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "socket operation timed out"));
         }
@@ -328,6 +321,33 @@ impl Expire for PollDesc {
     }
 }
 
+/// The poller's events (`sys/epoll.rs`): bumps the readiness of each event's
+/// descriptor and collects in `woken` the waiters to wake. Events for a
+/// descriptor reused since are ignored (module docs).
+pub(crate) fn on_events(events: &[libc::epoll_event], woken: &mut Vec<Waiter>) {
+    for ev in events {
+        let token = ev.u64;
+        let Some(pd) = PollDesc::from_token(token) else {
+            continue;
+        };
+        let bits = ev.events as libc::c_int;
+        let hangup = bits & (libc::EPOLLHUP | libc::EPOLLERR) != 0;
+        let read_sticky = libc::EPOLLRDHUP | libc::EPOLLPRI | libc::EPOLLHUP | libc::EPOLLERR;
+        if bits & (libc::EPOLLIN | read_sticky) != 0 {
+            if bits & read_sticky != 0 {
+                pd.set_sticky(Dir::Read, token);
+            }
+            pd.notify(Dir::Read, woken);
+        }
+        if bits & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) != 0 {
+            if hangup {
+                pd.set_sticky(Dir::Write, token);
+            }
+            pd.notify(Dir::Write, woken);
+        }
+    }
+}
+
 /// For the loom models: nobody is queued in either direction.
 #[cfg(all(test, loom))]
 impl PollDesc {
@@ -386,7 +406,7 @@ mod tests {
         let pd = PollDesc::get();
         let seen = pd.gen(Dir::Read);
         let waiter = crate::go!(move || pd.wait(Dir::Read, seen, None));
-        while waiters() == 0 {
+        while poll::waiters() == 0 {
             crate::yield_now();
         }
         pd.close();

@@ -14,11 +14,9 @@
 //! `epoll_wait`, rounding up to whole milliseconds.
 
 mod desc;
-mod epoll;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod registered;
 
-pub(crate) use desc::{waiters, Dir};
-pub(crate) use epoll::Poller;
+pub(crate) use desc::{on_events, Dir};
 pub(crate) use registered::Registered;

@@ -51,7 +51,7 @@ impl<S: AsRawFd> Registered<S> {
     /// Registers `io`, which must already be in non-blocking mode.
     pub(crate) fn new(io: S) -> io::Result<Self> {
         let pd = PollDesc::get();
-        if let Err(e) = sched().poller.register(io.as_raw_fd(), pd) {
+        if let Err(e) = sched().poller.register(io.as_raw_fd(), pd.token()) {
             pd.close();
             return Err(e);
         }

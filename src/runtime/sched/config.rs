@@ -1,5 +1,5 @@
-//! Runtime configuration: [`Config`] (API), the environment (`GOMAXPROCS`), and the
-//! resolved values the scheduler starts with.
+//! Runtime configuration: [`Config`] (API), the environment (`GOMAXPROCS`,
+//! `GODEBUG`), and the resolved values the scheduler starts with.
 
 use std::fmt;
 
@@ -114,30 +114,6 @@ impl Config {
         self
     }
 
-    /// Starts the runtime with these settings. Call it once, before anything else
-    /// uses goro; the runtime then lives as long as the process.
-    ///
-    /// ```
-    /// // At the top of main:
-    /// if let Err(e) = goro::runtime::Config::new().procs(2).init() {
-    ///     eprintln!("warning: {e}"); // some earlier code used goro already
-    /// }
-    /// assert_eq!(goro::runtime::gomaxprocs(), 2);
-    /// assert_eq!(goro::go!(|| 21 * 2).join().unwrap(), 42);
-    /// ```
-    ///
-    /// # Errors
-    /// [`AlreadyStarted`] if the runtime is already running (started by this
-    /// `Config` or by an earlier use, with its defaults); the settings are then
-    /// ignored.
-    pub fn init(self) -> Result<(), AlreadyStarted> {
-        if super::state::start(self) {
-            Ok(())
-        } else {
-            Err(AlreadyStarted)
-        }
-    }
-
     pub(crate) fn resolve(&self) -> Resolved {
         let procs = self.procs.unwrap_or_else(procs_from_env).min(MAX_PROCS);
         let stack_size = crate::runtime::task::stack::round_size(self.stack_size.unwrap_or(DEFAULT_STACK_SIZE));
@@ -146,6 +122,61 @@ impl Config {
             stack_size,
             pin_threads: self.pin_threads,
         }
+    }
+}
+
+/// The parsed `GODEBUG` settings goro understands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Godebug {
+    /// Print period in ms; 0 = off.
+    pub(crate) schedtrace_ms: u64,
+    pub(crate) scheddetail: bool,
+    /// `deadlock=0` turns the deadlock report off.
+    pub(crate) no_deadlock_report: bool,
+    /// `heaptrim=0` turns the heap trim off (`heap_trim.rs`).
+    pub(crate) no_heap_trim: bool,
+}
+
+impl Godebug {
+    pub(crate) fn from_env() -> Godebug {
+        match std::env::var("GODEBUG") {
+            Ok(v) => Godebug::parse(&v, |warning| eprintln!("goro: GODEBUG: {warning}")),
+            Err(_) => Godebug::default(),
+        }
+    }
+
+    /// Parses `key=value,...`; unknown keys are left to other readers (Go ignores
+    /// them too), bad values of our keys are reported through `warn`.
+    pub(crate) fn parse(v: &str, mut warn: impl FnMut(String)) -> Godebug {
+        let mut g = Godebug::default();
+        for kv in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, val) = kv.split_once('=').unwrap_or((kv, ""));
+            match k {
+                "schedtrace" => match val.parse::<u64>() {
+                    Ok(ms) => g.schedtrace_ms = ms,
+                    Err(_) => warn(format!(
+                        "schedtrace={val:?} is not a whole number of milliseconds; ignored"
+                    )),
+                },
+                "scheddetail" => match val {
+                    "0" => g.scheddetail = false,
+                    "1" => g.scheddetail = true,
+                    _ => warn(format!("scheddetail={val:?} must be 0 or 1; ignored")),
+                },
+                "deadlock" => match val {
+                    "0" => g.no_deadlock_report = true,
+                    "1" => g.no_deadlock_report = false,
+                    _ => warn(format!("deadlock={val:?} must be 0 or 1; ignored")),
+                },
+                "heaptrim" => match val {
+                    "0" => g.no_heap_trim = true,
+                    "1" => g.no_heap_trim = false,
+                    _ => warn(format!("heaptrim={val:?} must be 0 or 1; ignored")),
+                },
+                _ => {}
+            }
+        }
+        g
     }
 }
 
@@ -206,5 +237,28 @@ mod tests {
         let r = Config::new().stack_size(100_000).resolve();
         assert_eq!(r.stack_size % crate::runtime::task::stack::page_size(), 0);
         assert!(r.stack_size >= 100_000);
+    }
+
+    #[test]
+    fn godebug_parsing() {
+        let mut warnings = Vec::new();
+        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1,deadlock=0,heaptrim=0", |w| {
+            warnings.push(w)
+        });
+        assert_eq!(
+            g,
+            Godebug {
+                schedtrace_ms: 250,
+                scheddetail: true,
+                no_deadlock_report: true,
+                no_heap_trim: true,
+            }
+        );
+        assert!(warnings.is_empty());
+        let g = Godebug::parse("schedtrace=abc,scheddetail=yes,deadlock=no,heaptrim=off", |w| {
+            warnings.push(w)
+        });
+        assert_eq!(g, Godebug::default());
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
     }
 }

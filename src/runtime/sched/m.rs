@@ -330,13 +330,13 @@ pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
         .spawn(move || {
             let _runtime_thread = crate::runtime::sys::os_threads::register();
             CURRENT_M.with(|c| c.set(m));
-            crate::runtime::monitor::signal::on_thread_start();
+            crate::runtime::sys::altstack::on_thread_start();
             let p = m.take_nextp().flatten().expect("new M without a P");
             m.acquire_p(p);
             super::schedule::run(m);
             // Retired: the record goes back for reuse; this thread touches it no more.
             CURRENT_M.with(|c| c.set(std::ptr::null()));
-            crate::runtime::monitor::signal::on_thread_exit();
+            crate::runtime::sys::altstack::on_thread_exit();
             sched().m_exited(m);
         });
     if let Err(e) = res {

@@ -128,7 +128,7 @@ pub(crate) fn hand_off_p(p: usize) {
     let mut idle = s.idle.lock();
     // The last running P, and nobody blocked in the poller: someone must poll.
     if s.idle.npidle() as usize + 1 == s.gomaxprocs()
-        && crate::runtime::netpoll::waiters() > 0
+        && super::poll::waiters() > 0
         && s.lastpoll.load(Ordering::SeqCst) != 0
     {
         drop(idle);
@@ -147,7 +147,7 @@ pub(crate) fn hand_off_p(p: usize) {
     fence(Ordering::SeqCst);
     let when = pp.timers.next();
     if when != NO_TIMER {
-        wake_netpoller(when);
+        super::poll::wake_netpoller(when);
     }
 }
 
@@ -163,7 +163,7 @@ pub(crate) fn stop_locked_m(m: &'static M) -> bool {
     }
     // Its P may have been the last busy one (the deadlock check's trigger, as
     // when an M idles in the scheduling loop).
-    crate::runtime::monitor::deadlock::poke();
+    super::observers::poke();
     sleep_for_p(m)
 }
 
@@ -206,30 +206,4 @@ pub(crate) fn idle_p_unless_stopping() -> Option<usize> {
 pub(crate) fn become_spinning(m: &M) {
     m.set_spinning(true);
     sched().idle.become_spinning();
-}
-
-/// A timer at `when` was added: make sure some M will wake up for it (Go's
-/// `wakeNetPoller`).
-pub(crate) fn wake_netpoller(when: u64) {
-    let s = sched();
-    if s.lastpoll.load(Ordering::SeqCst) == 0 {
-        // An M is blocked in the poller; interrupt it if it would sleep past `when`.
-        let until = s.poll_until.load(Ordering::SeqCst);
-        if until == 0 || until > when {
-            s.poller.wake();
-        }
-    } else {
-        wakep();
-    }
-}
-
-/// A plain thread is about to block on the network: make sure some M will poll it.
-/// A G that parks has its own M looking for work, which ends up in the poller; a
-/// thread has none, and with no G running no M may be awake at all. If no M is
-/// blocked in the poller, start one: finding nothing to run, it becomes the poller
-/// because a waiter exists (`find_runnable`).
-pub(crate) fn ensure_poller() {
-    if sched().lastpoll.load(Ordering::SeqCst) != 0 {
-        wakep();
-    }
 }

@@ -82,7 +82,7 @@ pub(crate) fn timer_due_soon(now: u64, next_timer: u64) -> bool {
 /// Whether a non-blocking poll can find work: some G waits on the network and
 /// no M is blocked in the poller.
 pub(crate) fn network_in_use(s: &Sched) -> bool {
-    crate::runtime::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::Relaxed) != 0
+    super::poll::waiters() > 0 && s.lastpoll.load(Ordering::Relaxed) != 0
 }
 
 /// How a spin ended, for the M's budget.

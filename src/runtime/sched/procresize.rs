@@ -24,9 +24,10 @@
 
 use super::config::MAX_PROCS;
 use super::m::{current_m, M};
-use super::mpark::{start_m, wake_netpoller, wakep};
+use super::mpark::{start_m, wakep};
 use super::ownership::{enter_runtime, leave_runtime, try_take_running};
 use super::p::{gfree_drain, PState, PStatus, P};
+use super::poll::wake_netpoller;
 use super::state::{sched, Sched};
 use super::timers::{DeadTimers, NO_TIMER};
 use std::sync::atomic::{fence, Ordering};

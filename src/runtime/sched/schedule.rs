@@ -40,17 +40,17 @@
 use super::m::{set_current_g, M};
 use super::mpark::{
     become_spinning, drop_spinning, hand_off_p, idle_p_unless_stopping, reset_spinning, start_locked_m, stop_locked_m,
-    stop_m, wake_netpoller, wakep, wakep_global,
+    stop_m, wakep, wakep_global,
 };
 use super::ownership::{enter_runtime, leave_runtime};
 use super::p::{bump, gfput, PState, PStatus, Unwatched, P};
+use super::poll::{self, wake_netpoller};
 use super::pollspin::{network_in_use, PollSpin};
 use super::state::{sched, Sched};
 use super::timers::NO_TIMER;
 use crate::runtime::queue::runq::RING_CAP;
 use crate::runtime::sys::sync_prims::{nap, spin_yield};
 use crate::runtime::task::g::{GRef, Outcome, Status, Switch};
-use crate::runtime::wait::park::Waiter;
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
@@ -110,7 +110,7 @@ pub(crate) fn run(m: &'static M) {
 /// a G that parked here armed one and left the wake-up to this search
 /// (`timers::add_timer_parked`), or this M came back from the poller, which was
 /// watching every timer due at or after its deadline, and runs a G it found
-/// there or one a timer readied, without waking a helper (`park::ready_found`).
+/// there or one a timer readied, without waking a helper (`ready::ready_found`).
 /// For our P's timers (a parked G's), `wake_netpoller` as Go calls it when the
 /// timer is armed: the poller is broken out of a later deadline, or a spinner
 /// is woken, which runs what is due or sleeps in the poller until it. Under
@@ -134,10 +134,7 @@ fn watch_timers(m: &M) {
         Unwatched::Every => {
             let s = sched();
             let when = earliest_timer(s);
-            if when
-                > s.nanotime()
-                    .saturating_add(crate::runtime::monitor::sysmon::MAX_DELAY_NS)
-            {
+            if when > s.nanotime().saturating_add(super::observers::MAX_DELAY_NS) {
                 return;
             }
             when
@@ -317,8 +314,8 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         if rounds >= LOOK_PERIOD {
             // SAFETY: as above.
             unsafe { p.local() }.rounds_since_look = 0;
-            if crate::runtime::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
-                netpoll(s, Some(Duration::ZERO));
+            if poll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+                poll::netpoll(s, Some(Duration::ZERO));
             }
             steal_from_stalled(s, p);
         }
@@ -334,10 +331,10 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         // already blocked in the poller (which would get the events itself).
         // An M that has been on its CPU for a while first offers it to whoever
         // the kernel keeps waiting (`super::handover`).
-        if crate::runtime::netpoll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+        if poll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
             // Our P's timers read again: a P-less caller may have added one.
             super::handover::offer(s, m, poll_until.min(p.timers.next()));
-            if netpoll(s, Some(Duration::ZERO)) {
+            if poll::netpoll(s, Some(Duration::ZERO)) {
                 if let Some(found) = local_pop(s, p) {
                     return Some(found);
                 }
@@ -425,7 +422,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
 
         // Block in the poller until the next timer or network event, if nobody
         // else is.
-        let net = crate::runtime::netpoll::waiters() > 0;
+        let net = poll::waiters() > 0;
         if (net || poll_until != NO_TIMER) && s.lastpoll.swap(0, Ordering::SeqCst) != 0 {
             s.poll_until
                 .store(if poll_until == NO_TIMER { 0 } else { poll_until }, Ordering::SeqCst);
@@ -433,7 +430,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             let timeout = (poll_until != NO_TIMER).then(|| poll_until.saturating_sub(slept_from));
             let mut woken = Vec::new();
             m.set_blocked(true);
-            s.poller.poll(timeout.map(Duration::from_nanos), &mut woken);
+            poll::poll(s, timeout.map(Duration::from_nanos), &mut woken);
             m.set_blocked(false);
             s.poll_until.store(0, Ordering::SeqCst);
             let now = s.nanotime();
@@ -446,7 +443,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             if let Some(p) = p {
                 m.acquire_p(p);
             }
-            ready_polled(s, woken);
+            poll::ready_polled(s, woken);
             if let Some(p) = m.p() {
                 // Back to the top holding a P, but not as a spinner (Go resumes
                 // spinning here if it was, when the poll readied nothing). A
@@ -471,7 +468,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         }
         // No timer and no network wait: if this was the last busy M, nothing
         // may be able to run ever again.
-        crate::runtime::monitor::deadlock::poke();
+        super::observers::poke();
         let slept_from = s.nanotime();
         if !stop_m(m) {
             return None;
@@ -487,33 +484,6 @@ fn stop_for_stw(m: &'static M) {
     let p = m.p().expect("stop_for_stw without a P");
     m.drop_p();
     p.set_state(PState::new(None, PStatus::Stopped));
-}
-
-/// Polls the network with `timeout` and readies the Gs waiting on what became
-/// ready (onto this M's P, or the global queue without one). Returns whether it
-/// readied any.
-pub(crate) fn netpoll(s: &Sched, timeout: Option<Duration>) -> bool {
-    let mut woken = Vec::new();
-    s.poller.poll(timeout, &mut woken);
-    ready_polled(s, woken)
-}
-
-/// Readies the waiters a poll returned (onto this M's P, or the global queue if it
-/// holds none) and counts them. Returns whether there were any.
-fn ready_polled(s: &Sched, woken: Vec<Waiter>) -> bool {
-    s.counters
-        .netpoll_ready
-        .fetch_add(woken.len() as u64, Ordering::Relaxed);
-    let any = !woken.is_empty();
-    let mut gs = Vec::with_capacity(woken.len());
-    for w in woken {
-        match w {
-            Waiter::G(g) => gs.push(g),
-            thread => thread.wake(),
-        }
-    }
-    crate::runtime::wait::park::ready_batch(gs.into_iter());
-    any
 }
 
 /// What [`run_timers`] did.

@@ -1,4 +1,4 @@
-//! `sched`: the runtime's global state, and its start-up.
+//! `Sched`: the runtime's global state, and [`sched`], which starts it on first use.
 //!
 //! One per process, created on first use (or by `Config::init`) and never torn
 //! down: Ms keep running for the life of the process, as in Go.
@@ -9,13 +9,14 @@
 //! what is documented on each type.
 
 use super::config::MAX_PROCS;
-use super::config::{Config, Resolved};
+use super::config::{Config, Godebug, Resolved};
 use super::m::M;
+use super::observers::SysmonLink;
 use super::p::P;
-use crate::runtime::monitor::schedtrace::Godebug;
-use crate::runtime::netpoll::Poller;
+use super::ready::Waiter;
 use crate::runtime::queue::globrunq::GlobalRunq;
 use crate::runtime::queue::idle::Idle;
+use crate::runtime::sys::epoll::Poller;
 use crate::runtime::task::gfree::GFreePool;
 use crate::runtime::task::stack_pool::StackPool;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -37,6 +38,14 @@ pub(crate) struct Counters {
     pub(crate) preempt_retakes: AtomicU64,
 }
 
+/// What the layers above the scheduling core give it at start-up, for the
+/// calls it makes into them.
+pub(crate) struct Hooks {
+    /// The poll descriptors' handler of a poll's events (`netpoll::on_events`):
+    /// collects the waiters to wake.
+    pub(crate) net_events: fn(&[libc::epoll_event], &mut Vec<Waiter>),
+}
+
 pub(crate) struct Sched {
     pub(crate) config: Resolved,
     /// Every P ever made, by id; `procs` of them are in use. Ps are made when
@@ -54,6 +63,7 @@ pub(crate) struct Sched {
     /// When the M blocked in the poller will wake up by itself (0: never/not blocked).
     pub(crate) poll_until: AtomicU64,
     pub(crate) poller: Poller,
+    pub(crate) hooks: Hooks,
     pub(crate) stacks: StackPool,
     pub(crate) gfree: GFreePool,
     /// Ms with a thread (`threads=` in schedtrace), oldest first.
@@ -65,7 +75,7 @@ pub(crate) struct Sched {
     pub(crate) counters: Counters,
     pub(crate) godebug: Godebug,
     pub(crate) cores: Vec<core_affinity::CoreId>,
-    pub(crate) sysmon: crate::runtime::monitor::sysmon::Sysmon,
+    pub(crate) sysmon: SysmonLink,
     /// Serialises stop-the-world operations (`set_gomaxprocs`).
     pub(crate) stw: Mutex<()>,
     /// A stop-the-world is collecting the Ps: Ms give theirs up at their next
@@ -87,37 +97,27 @@ pub(crate) fn sched() -> &'static Sched {
     match SCHED.get() {
         Some(s) => s,
         None => {
-            start(Config::new());
+            // The one call up the layers: starting needs all of them (`boot.rs`).
+            crate::runtime::boot::start(Config::new());
             SCHED.get().expect("runtime started")
         }
     }
 }
 
-/// Starts the runtime with `config`. Returns false if it was already running.
-pub(crate) fn start(config: Config) -> bool {
+/// Makes the runtime with `make` if nobody has yet (`boot.rs`). Returns it, and
+/// whether `make` ran.
+pub(crate) fn init_once(make: impl FnOnce() -> Sched) -> (&'static Sched, bool) {
     let mut ours = false;
     let s = SCHED.get_or_init(|| {
         ours = true;
-        Sched::new(config.resolve())
+        make()
     });
-    if ours {
-        // The reporter first: sysmon pokes it once running.
-        crate::runtime::monitor::deadlock::start(s);
-        crate::runtime::monitor::sysmon::start(s);
-    }
-    ours
+    (s, ours)
 }
 
 impl Sched {
-    fn new(config: Resolved) -> Sched {
-        crate::runtime::monitor::signal::install();
-        crate::runtime::monitor::panics::install_hook();
-        super::ownership::init_barrier();
-        let godebug = Godebug::from_env();
-        let poller = Poller::new().unwrap_or_else(|e| {
-            eprintln!("goro: fatal: cannot create the epoll poller: {e}");
-            std::process::abort()
-        });
+    /// The runtime's state; `boot.rs` makes the parts that come from above.
+    pub(crate) fn new(config: Resolved, godebug: Godebug, poller: Poller, hooks: Hooks) -> Sched {
         let allp: Box<[OnceLock<&'static P>]> = (0..MAX_PROCS).map(|_| OnceLock::new()).collect();
         for (id, slot) in allp.iter().enumerate().take(config.procs) {
             let _ = slot.set(Box::leak(Box::new(P::new(id))));
@@ -130,6 +130,7 @@ impl Sched {
             lastpoll: AtomicU64::new(1),
             poll_until: AtomicU64::new(0),
             poller,
+            hooks,
             stacks: StackPool::new(),
             gfree: GFreePool::new(),
             allm: Mutex::new(Vec::new()),
@@ -143,7 +144,7 @@ impl Sched {
             } else {
                 Vec::new()
             },
-            sysmon: crate::runtime::monitor::sysmon::Sysmon::new(),
+            sysmon: SysmonLink::new(),
             stw: Mutex::new(()),
             stopping: std::sync::atomic::AtomicBool::new(false),
             stopwait: AtomicUsize::new(0),

@@ -57,7 +57,7 @@ fn serve() {
     let _runtime_thread = crate::runtime::sys::os_threads::register();
     // A deadlock check that ran while this thread was not yet registered saw a
     // thread it did not know, and found nothing: look again.
-    crate::runtime::monitor::deadlock::poke();
+    super::observers::poke();
     let mut requests = REQUESTS.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         while let Some(r) = requests.pop() {

@@ -24,13 +24,13 @@
 //!
 //! Heap, not wheel: the reasoning is in docs/DESIGN.md ("Timers").
 
-use super::mpark::wake_netpoller;
 use super::ownership::with_p;
 use super::p::Unwatched;
+use super::poll::wake_netpoller;
+use super::ready::{ready_sleepers, Claim, TIMED_OUT, UNCLAIMED};
 use super::state::sched;
 use crate::runtime::sys::quadheap::QuadHeap;
 use crate::runtime::task::g::GRef;
-use crate::runtime::wait::park::{Claim, TIMED_OUT};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -80,7 +80,7 @@ impl Action {
     fn is_live(&self, when: u64) -> bool {
         match self {
             Action::Ready(_) => true,
-            Action::Timeout(c) => c.winner() == crate::runtime::wait::park::UNCLAIMED,
+            Action::Timeout(c) => c.winner() == UNCLAIMED,
             Action::Fire(t, seq) => t.is_live(*seq),
             Action::Expire(e, tag) => e.is_live(when, *tag),
         }
@@ -230,7 +230,7 @@ impl Timers {
 
     /// Runs every timer due at `now`, in deadline order, outside the lock; the
     /// sleeping Gs among them are readied together at the end, with one `wakep`
-    /// for them all (`park::ready_sleepers`). Returns how many fired. Called only
+    /// for them all (`ready::ready_sleepers`). Returns how many fired. Called only
     /// by an M in its search for work (on its own P's heap, or a victim's in its
     /// last steal round), which runs its queue next.
     pub(crate) fn run_due(&self, now: u64) -> usize {
@@ -256,7 +256,7 @@ impl Timers {
         for action in due {
             action.run(now, &mut sleepers);
         }
-        crate::runtime::wait::park::ready_sleepers(sleepers.into_iter());
+        ready_sleepers(sleepers.into_iter());
         n
     }
 }

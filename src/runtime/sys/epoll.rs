@@ -1,4 +1,6 @@
-//! The epoll backend: the epoll fd, the wake-up eventfd and the timed wait.
+//! The epoll backend: the epoll fd, the wake-up eventfd and the timed wait. It
+//! deals in tokens, the `u64` each fd is registered with; what a token names
+//! (a poll descriptor, `netpoll/desc.rs`) is its registrar's business.
 //!
 //! Threads: [`Poller::poll`] is called by one M at a time (the runtime guarantees it
 //! through `sched.lastpoll`); [`Poller::wake`] by anyone.
@@ -10,8 +12,6 @@
 //! `pending` — awake, about to return and re-examine the scheduler's state, which
 //! the waker updated (under the relevant locks) before calling `wake`.
 
-use super::desc::{Dir, PollDesc};
-use crate::runtime::wait::park::Waiter;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,8 +19,17 @@ use std::time::Duration;
 
 /// Token of the eventfd in the epoll set.
 const WAKE_TOKEN: u64 = u64::MAX;
-/// Events one poll takes at most (why 32: docs/DESIGN.md, "The netpoller").
-const EVENTS_PER_POLL: usize = 32;
+/// Events one poll takes at most
+/// ([decision 0027](../../../docs/decisions/0027-netpoll-shared-poller.md)).
+pub(crate) const EVENTS_PER_POLL: usize = 32;
+
+/// Room for the events of one poll.
+pub(crate) type Events = [libc::epoll_event; EVENTS_PER_POLL];
+
+/// An empty [`Events`].
+pub(crate) fn events() -> Events {
+    [libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_POLL]
+}
 
 pub(crate) struct Poller {
     epfd: OwnedFd,
@@ -62,12 +71,13 @@ impl Poller {
         })
     }
 
-    /// Registers `fd` once, edge-triggered for both directions, with `pd`.
-    pub(crate) fn register(&self, fd: RawFd, pd: &'static PollDesc) -> io::Result<()> {
+    /// Registers `fd` once, edge-triggered for both directions, with `token`
+    /// (never `u64::MAX`, the wake-up's).
+    pub(crate) fn register(&self, fd: RawFd, token: u64) -> io::Result<()> {
         let events = libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLPRI | libc::EPOLLET;
         let mut ev = libc::epoll_event {
             events: events as u32,
-            u64: pd.token(),
+            u64: token,
         };
         // SAFETY: both fds are open; `ev` is a valid epoll_event.
         if unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
@@ -83,17 +93,16 @@ impl Poller {
         unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) };
     }
 
-    /// Waits for events for at most `timeout` (`None`: no limit; zero: just look),
-    /// and collects in `woken` the Gs (or threads) waiting on the sockets that
-    /// became ready; the caller wakes them (Go's netpoll returns a list the same
-    /// way, so an M can take a P before readying them onto it). Returns early when
-    /// [`Poller::wake`] is called.
-    pub(crate) fn poll(&self, timeout: Option<Duration>, woken: &mut Vec<Waiter>) {
-        let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_POLL];
-        let n = self.wait(&mut events, timeout);
-        for ev in &events[..n] {
-            let token = ev.u64;
-            if token == WAKE_TOKEN {
+    /// Waits for events for at most `timeout` (`None`: no limit; zero: just look)
+    /// and returns the sockets' events in `events`, each with its token (`u64`)
+    /// and epoll bits (`events`). The caller wakes the Gs waiting on them (Go's
+    /// netpoll returns a list the same way, so an M can take a P before readying
+    /// them onto it). Returns early when [`Poller::wake`] is called.
+    pub(crate) fn poll<'e>(&self, timeout: Option<Duration>, events: &'e mut Events) -> &'e [libc::epoll_event] {
+        let n = self.wait(events, timeout);
+        let mut sockets = 0;
+        for i in 0..n {
+            if events[i].u64 == WAKE_TOKEN {
                 // Only a blocking poll consumes the wake-up: it is meant for the M
                 // blocked in the poller, and a non-blocking poll elsewhere must not
                 // swallow it (Go's netpoll does the same).
@@ -102,25 +111,10 @@ impl Poller {
                 }
                 continue;
             }
-            let Some(pd) = PollDesc::from_token(token) else {
-                continue;
-            };
-            let bits = ev.events as libc::c_int;
-            let hangup = bits & (libc::EPOLLHUP | libc::EPOLLERR) != 0;
-            let read_sticky = libc::EPOLLRDHUP | libc::EPOLLPRI | libc::EPOLLHUP | libc::EPOLLERR;
-            if bits & (libc::EPOLLIN | read_sticky) != 0 {
-                if bits & read_sticky != 0 {
-                    pd.set_sticky(Dir::Read, token);
-                }
-                pd.notify(Dir::Read, woken);
-            }
-            if bits & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) != 0 {
-                if hangup {
-                    pd.set_sticky(Dir::Write, token);
-                }
-                pd.notify(Dir::Write, woken);
-            }
+            events[sockets] = events[i];
+            sockets += 1;
         }
+        &events[..sockets]
     }
 
     fn wait(&self, events: &mut [libc::epoll_event], timeout: Option<Duration>) -> usize {

@@ -1,6 +1,8 @@
 //! The bottom layer.
 
+pub(crate) mod altstack;
 pub(crate) mod coarse_clock;
+pub(crate) mod epoll;
 pub(crate) mod frames;
 pub(crate) mod futex;
 pub(crate) mod lock;

@@ -4,7 +4,7 @@
 //! exits ([`register`]'s guard). Registration is once per thread, off every hot
 //! path. A thread exists before it registers, so a check may meanwhile see an
 //! unknown thread and find nothing: a thread that will not idle as an M pokes
-//! the check after registering (`monitor::deadlock::poke`).
+//! the check after registering (`sched::observers::poke`).
 
 use std::sync::Mutex;
 

@@ -7,10 +7,10 @@
 //! ([`wait_in`]). The waker pops the sudog under the same lock, records a grant
 //! (`success`), and wakes it. See `runtime/park.rs` and `runtime/waitq.rs`.
 
+use crate::runtime::sched::ready::Waiter;
 use crate::runtime::sys::lock::{RawGuard, RawMutex};
 use crate::runtime::sys::sync_prims::const_unless_loom;
 use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::park::Waiter;
 use crate::runtime::wait::waitq::{block, Sudog, WaitQueue};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};

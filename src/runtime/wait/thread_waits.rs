@@ -8,11 +8,12 @@
 //! of a plain thread (a futex sleep), so a lock per registration costs nothing
 //! that matters.
 
-use super::park::ThreadWaiter;
+use crate::runtime::sched::observers;
+use crate::runtime::sched::ready::ThreadWaiter;
 use crate::runtime::sys::frames::{capture, Captured};
 use crate::runtime::task::g::WaitReason;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::Instant;
@@ -36,8 +37,6 @@ static WAITING: Mutex<Vec<Arc<Entry>>> = Mutex::new(Vec::new());
 /// Bumped by every registration and its end: a deadlock check's second look
 /// compares it.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
-/// Threads in a wait without a deadline.
-static UNTIMED: AtomicUsize = AtomicUsize::new(0);
 
 /// Unregisters a wait when dropped.
 pub(crate) struct Registered(Arc<Entry>);
@@ -50,7 +49,7 @@ impl Drop for Registered {
         }
         GENERATION.fetch_add(1, Ordering::Relaxed);
         if !self.0.timed {
-            UNTIMED.fetch_sub(1, Ordering::Relaxed);
+            observers::untimed_thread_wait(false);
         }
     }
 }
@@ -79,7 +78,7 @@ pub(crate) fn register(waiter: Arc<ThreadWaiter>, reason: WaitReason, timed: boo
         frames: Mutex::new(None),
     });
     if !timed {
-        UNTIMED.fetch_add(1, Ordering::Relaxed);
+        observers::untimed_thread_wait(true);
     }
     WAITING.lock().unwrap_or_else(|e| e.into_inner()).push(entry.clone());
     GENERATION.fetch_add(1, Ordering::Relaxed);
@@ -87,7 +86,7 @@ pub(crate) fn register(waiter: Arc<ThreadWaiter>, reason: WaitReason, timed: boo
         // A thread that waits for good may be the last one that could act: the
         // runtime (and its deadlock check) starts if no goroutine started it.
         crate::runtime::sched::state::sched();
-        crate::runtime::monitor::deadlock::poke();
+        observers::poke();
     }
     Registered(entry)
 }
@@ -100,11 +99,6 @@ pub(crate) fn waiting() -> Vec<Arc<Entry>> {
 /// See [`GENERATION`].
 pub(crate) fn generation() -> u64 {
     GENERATION.load(Ordering::Relaxed)
-}
-
-/// Whether any thread waits without a deadline.
-pub(crate) fn any_untimed() -> bool {
-    UNTIMED.load(Ordering::Relaxed) > 0
 }
 
 impl Entry {

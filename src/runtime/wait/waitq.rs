@@ -18,8 +18,9 @@
 //! - Only the claimer writes the slot and `success`, under the lock, before it
 //!   wakes the owner; it never touches the sudog after the wake.
 
+use super::park::Parker;
+use crate::runtime::sched::ready::{Claim, Waiter, TIMED_OUT};
 use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::park::{Claim, Parker, Waiter, TIMED_OUT};
 use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -303,9 +304,7 @@ mod tests {
 
     #[test]
     fn fifo_with_front_insertion_and_removal_from_anywhere() {
-        let claims: Vec<Claim> = (0..6)
-            .map(|_| Claim::new(crate::runtime::wait::park::Parker::new().waiter()))
-            .collect();
+        let claims: Vec<Claim> = (0..6).map(|_| Claim::new(Parker::new().waiter())).collect();
         let sgs: Vec<Sudog<u32>> = (0..6).map(|i| Sudog::new(Some(i))).collect();
         for (sg, c) in sgs.iter().zip(&claims) {
             sg.bind(c, 0);
@@ -324,11 +323,11 @@ mod tests {
         assert_eq!(claimed_order(&mut q), [0, 1, 3, 5]);
         assert!(q.is_empty());
         // A sudog whose claim was already won elsewhere is skipped and unlinked.
-        let won = Claim::new(crate::runtime::wait::park::Parker::new().waiter());
+        let won = Claim::new(Parker::new().waiter());
         assert!(won.try_claim(9));
         let stale = Sudog::new(Some(7));
         stale.bind(&won, 0);
-        let fresh_claim = Claim::new(crate::runtime::wait::park::Parker::new().waiter());
+        let fresh_claim = Claim::new(Parker::new().waiter());
         let fresh = Sudog::new(Some(8));
         fresh.bind(&fresh_claim, 0);
         q.push(&stale);

@@ -1,0 +1,61 @@
+//! Start-up: the one file that names every layer. The runtime starts on first
+//! use (`sched::state::sched`, the one call that goes up the layers to here) or
+//! from [`Config::init`]; exactly one caller makes it, the others find it made.
+
+use super::monitor::{deadlock, panics, signal, sysmon};
+use super::netpoll;
+use super::sched::config::{AlreadyStarted, Config, Godebug};
+use super::sched::ownership;
+use super::sched::state::{init_once, Hooks, Sched};
+use super::sys::epoll::Poller;
+
+/// Starts the runtime with `config`. Returns false if it was already running.
+pub(crate) fn start(config: Config) -> bool {
+    let (s, ours) = init_once(|| {
+        let config = config.resolve();
+        signal::install();
+        panics::install_hook();
+        ownership::init_barrier();
+        let godebug = Godebug::from_env();
+        let poller = Poller::new().unwrap_or_else(|e| {
+            eprintln!("goro: fatal: cannot create the epoll poller: {e}");
+            std::process::abort()
+        });
+        let hooks = Hooks {
+            net_events: netpoll::on_events,
+        };
+        Sched::new(config, godebug, poller, hooks)
+    });
+    if ours {
+        // The reporter first: sysmon pokes it once running.
+        deadlock::start(s);
+        sysmon::start(s);
+    }
+    ours
+}
+
+impl Config {
+    /// Starts the runtime with these settings. Call it once, before anything else
+    /// uses goro; the runtime then lives as long as the process.
+    ///
+    /// ```
+    /// // At the top of main:
+    /// if let Err(e) = goro::runtime::Config::new().procs(2).init() {
+    ///     eprintln!("warning: {e}"); // some earlier code used goro already
+    /// }
+    /// assert_eq!(goro::runtime::gomaxprocs(), 2);
+    /// assert_eq!(goro::go!(|| 21 * 2).join().unwrap(), 42);
+    /// ```
+    ///
+    /// # Errors
+    /// [`AlreadyStarted`] if the runtime is already running (started by this
+    /// `Config` or by an earlier use, with its defaults); the settings are then
+    /// ignored.
+    pub fn init(self) -> Result<(), AlreadyStarted> {
+        if start(self) {
+            Ok(())
+        } else {
+            Err(AlreadyStarted)
+        }
+    }
+}
