@@ -1,38 +1,18 @@
-//! Spawning and joining goroutines: [`spawn`], [`Builder`], [`JoinHandle`],
-//! [`GoId`], [`yield_now`] and [`current`].
+//! Spawning and joining goroutines: [`spawn`], [`Builder`], [`JoinHandle`].
 //!
-//! A spawn makes one heap block, a [`Task`]: the closure and the join slot, behind
-//! a type-erased header (`runtime::task`). It takes a free G header from the pool
-//! (`runtime::gfree`), points it at the task, and puts the G in the current P's
-//! `runnext` (Go's `newproc`), or in the global queue when called from a plain
-//! thread. No stack is touched until the G first runs.
-//!
-//! The block is shared by the scheduler and the [`JoinHandle`]; whichever lets go
-//! last frees it. A `JoinHandle<T>` does not know the closure's type, only `T`: it
-//! reads the slot through [`TaskHead<T>`], a `#[repr(C)]` prefix of every
-//! `Task<F, T>`, which puts the slot at the same offset whatever `F` is.
+//! The checks of a spawn's settings and the handle are here; making and
+//! queueing the G, and the task block the handle shares with it, are the
+//! runtime's (`runtime/sched/newproc.rs`).
 
-use crate::runtime::sched::m::current_map;
-use crate::runtime::sched::m::{current_g, current_m};
-use crate::runtime::sched::mpark::wakep;
-use crate::runtime::sched::ownership::with_p;
-use crate::runtime::sched::p::{bump, gfget, P};
-use crate::runtime::sched::ready::Waiter;
-use crate::runtime::sched::state::sched;
-use crate::runtime::task::g::{GRef, GoId, Spawn, WaitReason};
-use crate::runtime::task::locals::destroy;
+use crate::runtime::sched::newproc::{self, JoinSlot, Origin};
+use crate::runtime::task::block::TaskRef;
+use crate::runtime::task::g::{GoId, WaitReason};
 use crate::runtime::task::stack::MAX_STACK_SIZE;
-use crate::runtime::task::{TaskHeader, TaskRef, TaskVtable};
 use crate::runtime::wait::park::Parker;
 use std::any::Any;
-use std::cell::UnsafeCell;
 use std::fmt;
 use std::io;
 use std::marker::PhantomData;
-use std::panic::Location;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::ptr::NonNull;
-use std::sync::atomic::Ordering;
 
 /// Starts a goroutine running `f` and returns a handle to join it (Go's `go f()`).
 /// Most code writes [`go!`](crate::go!)`(f)`, the safe form of this call under the
@@ -101,25 +81,6 @@ where
     Builder::new()
         .start(f)
         .expect("spawn with default settings cannot fail")
-}
-
-/// Where a G comes from, for dumps: the call site and who made the call.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Origin {
-    at: &'static Location<'static>,
-    /// See `runtime::g::CREATOR_THREAD_BIT`.
-    creator: u64,
-}
-
-impl Origin {
-    /// The caller's call site (through `#[track_caller]` frames) and context.
-    #[track_caller]
-    pub(crate) fn here() -> Origin {
-        Origin {
-            at: Location::caller(),
-            creator: creator(),
-        }
-    }
 }
 
 /// Starts `f` as a G that dumps show as made at `origin` (a timer's
@@ -268,248 +229,12 @@ impl Builder {
                 "goroutine name contains a NUL byte",
             ));
         }
-        crate::runtime::sched::preempt::check();
-        let s = sched();
-        let stack_size = self
-            .stack_size
-            .map_or(s.config.stack_size, crate::runtime::task::stack::round_size);
-        let spawn = Spawn {
-            name: self.name.map(String::into_boxed_str),
-            stack_size,
-            creator: origin.creator,
-            at: origin.at,
-        };
-        // One runtime section: the G's id, header and queue all come from the P
-        // this M holds, which cannot be taken away meanwhile.
-        let (id, task) = with_p(|p| {
-            let id = next_goid(p);
-            let task = Box::new(Task {
-                head: TaskHead {
-                    header: TaskHeader::new(&Task::<F, T>::VTABLE),
-                    slot: JoinSlot::<T>::new(),
-                },
-                f: UnsafeCell::new(Some(f)),
-            });
-            // SAFETY: a fresh Task starts with its TaskHeader (#[repr(C)]).
-            let task = unsafe { TaskRef::from_ptr(NonNull::from(Box::leak(task)).cast()) };
-            let g = gfget(p);
-            // SAFETY: gfget hands us the header exclusively.
-            unsafe { g.init(id, spawn, task) };
-            newproc(p, g);
-            (id, task)
-        });
-        wakep();
+        let (task, id) = newproc::spawn(self.name, self.stack_size, origin, f);
         Ok(JoinHandle {
             task,
-            id: GoId::from_raw(id),
+            id,
             _result: PhantomData,
         })
-    }
-}
-
-/// The part of every task block a `JoinHandle<T>` may see.
-#[repr(C)]
-struct TaskHead<T> {
-    header: TaskHeader,
-    slot: JoinSlot<T>,
-}
-
-/// One spawn's heap block: header, join slot, closure.
-#[repr(C)]
-struct Task<F, T> {
-    head: TaskHead<T>,
-    /// The body until it runs. Touched only by the G itself (or, if no stack could
-    /// be had, by the M reporting that).
-    f: UnsafeCell<Option<F>>,
-}
-
-impl<F, T> Task<F, T>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    const VTABLE: TaskVtable = TaskVtable {
-        run: Self::run,
-        dealloc: Self::dealloc,
-    };
-
-    /// # Safety
-    /// `t` heads a `Task<F, T>`; called once (`TaskVtable::run`).
-    unsafe fn run(t: NonNull<TaskHeader>, no_stack: Option<io::Error>) {
-        // SAFETY: `t` heads a Task<F, T> (caller's contract); `f` is ours alone.
-        let task = unsafe { t.cast::<Task<F, T>>().as_ref() };
-        // SAFETY: as above: only this one call touches `f`.
-        let f = unsafe { (*task.f.get()).take() }.expect("goro: goroutine body ran twice");
-        // SAFETY: `t` heads this task block (caller's contract).
-        let task_ref = unsafe { TaskRef::from_ptr(t) };
-        let result = match no_stack {
-            None => {
-                let result = catch_unwind(AssertUnwindSafe(|| __rust_begin_short_backtrace(f)));
-                // A detached G's result has no reader: it drops now, while the
-                // goroutine-locals its destructor may use still exist.
-                let result = if task_ref.detached_now() {
-                    drop_caught(result);
-                    None
-                } else {
-                    Some(result)
-                };
-                // Its goroutine-locals drop here, on its own stack, before its
-                // result is published.
-                destroy_running();
-                result
-            }
-            Some(err) => {
-                drop(f);
-                // Whatever `f`'s destructors made (they ran on the M's stack).
-                destroy_running();
-                let msg = format!("goro: cannot allocate a goroutine stack: {err}");
-                if task_ref.detached_now() {
-                    // Nobody will join it to see the error.
-                    report_detached_without_stack(&msg);
-                }
-                Some(Err(Box::new(msg) as Box<dyn Any + Send>))
-            }
-        };
-        count_completed();
-        task.head.slot.complete(task_ref, result);
-    }
-
-    /// # Safety
-    /// `t` heads a `Task<F, T>` allocated by `Builder::spawn`; last reference.
-    unsafe fn dealloc(t: NonNull<TaskHeader>) {
-        // SAFETY: allocated as Box<Task<F, T>> in Builder::spawn (caller's contract).
-        drop(unsafe { Box::from_raw(t.cast::<Task<F, T>>().as_ptr()) });
-    }
-}
-
-/// Drops the running G's goroutine-local values, on its own stack, at its end.
-fn destroy_running() {
-    // SAFETY: the map is this G's; its body has returned, so the G is ending.
-    unsafe { destroy(current_map()) }
-}
-
-/// Drops a result nobody will read; a panic in its destructor has been printed
-/// by the panic hook and goes no further (it must not unwind out of the G).
-fn drop_caught<T>(result: T) {
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(result)));
-}
-
-/// Says on stderr that a detached G never ran: no stack could be mapped for it.
-fn report_detached_without_stack(msg: &str) {
-    let (id, name) = current_g().map_or((0, String::new()), |g| {
-        // SAFETY: the G is this M's, being retired; its name does not change.
-        let name = unsafe { g.name() }.map(|n| format!(" {n:?}")).unwrap_or_default();
-        (g.id(), name)
-    });
-    eprintln!("goroutine {id}{name} did not run: {msg}");
-}
-
-/// Runs a goroutine's body. The name is std's marker for where a short
-/// backtrace ends, so panic reports (goro's and std's) stop at the body.
-#[inline(never)]
-fn __rust_begin_short_backtrace<F: FnOnce() -> T, T>(f: F) -> T {
-    let result = f();
-    // Not a tail call: this frame stays on the stack while `f` runs.
-    std::hint::black_box(());
-    result
-}
-
-/// Counts the running G as finished, on its P. Done before the result is published,
-/// so that `num_goroutine()` after a `join` no longer counts it.
-fn count_completed() {
-    with_p(|p| match p {
-        Some(p) => bump(&p.counters.completed, 1),
-        None => {
-            sched().counters.completed_outside.fetch_add(1, Ordering::Relaxed);
-        }
-    });
-}
-
-/// Who is spawning, for dumps: the running G (also inside its `blocking` call),
-/// else this plain thread.
-fn creator() -> u64 {
-    match current_g().or_else(|| current_m().and_then(|m| m.syscallg())) {
-        Some(g) => g.id(),
-        None => crate::runtime::task::creators::this_thread(),
-    }
-}
-
-/// A fresh G id: from P `p`'s batch (Go's goidcache), or the global counter.
-fn next_goid(p: Option<&P>) -> u64 {
-    const BATCH: u64 = 16;
-    let s = sched();
-    match p {
-        Some(p) => {
-            // SAFETY: `p` is the current M's P, and no other reference to its local
-            // state is live here.
-            let local = unsafe { p.local() };
-            if local.goid_next == local.goid_end {
-                local.goid_next = s.next_goid.fetch_add(BATCH, Ordering::Relaxed);
-                local.goid_end = local.goid_next + BATCH;
-            }
-            local.goid_next += 1;
-            local.goid_next - 1
-        }
-        None => s.next_goid.fetch_add(1, Ordering::Relaxed),
-    }
-}
-
-/// Queues a new G (Go's `newproc`): to the `runnext` of `p` (the current M's P),
-/// or the global queue from a plain thread. The caller then wakes an M.
-fn newproc(p: Option<&P>, g: GRef) {
-    match p {
-        Some(p) => {
-            bump(&p.counters.spawned, 1);
-            p.runq_put(g, true);
-        }
-        None => {
-            let s = sched();
-            s.counters.spawned_outside.fetch_add(1, Ordering::Relaxed);
-            s.global.push(g);
-        }
-    }
-}
-
-/// The G's result, shared by the G and its [`JoinHandle`]. Its fields are touched
-/// only under the task's slot lock (`TaskRef::lock`).
-struct JoinSlot<T> {
-    result: UnsafeCell<Option<std::thread::Result<T>>>,
-    /// A packed `Waiter` (`Waiter::into_raw`), 0 if none.
-    waiter: UnsafeCell<usize>,
-}
-
-impl<T> JoinSlot<T> {
-    fn new() -> Self {
-        JoinSlot {
-            result: UnsafeCell::new(None),
-            waiter: UnsafeCell::new(0),
-        }
-    }
-
-    /// Called on the G's stack with its result.
-    /// `None`: the G saw itself detached and dropped its result already
-    /// (detaching is final).
-    fn complete(&self, task: TaskRef, result: Option<std::thread::Result<T>>) {
-        let lock = task.lock();
-        if lock.detached() {
-            drop(lock);
-            // Nobody will read it: drop it here, on the G's own stack, so its
-            // destructor runs as goroutine code (it may block), never on the
-            // scheduler's stack.
-            drop_caught(result);
-            return;
-        }
-        let result = result.expect("goro: a result dropped as detached, then not detached");
-        // SAFETY: we hold the slot lock.
-        let waiter = unsafe {
-            *self.result.get() = Some(result);
-            std::mem::take(&mut *self.waiter.get())
-        };
-        lock.unlock_finished();
-        // SAFETY: the packed waiter was stored by `join` and is unpacked once, here.
-        if let Some(w) = unsafe { Waiter::from_raw(waiter) } {
-            w.wake();
-        }
     }
 }
 
@@ -541,9 +266,9 @@ unsafe impl<T: Send> Sync for JoinHandle<T> {}
 
 impl<T> JoinHandle<T> {
     fn slot(&self) -> &JoinSlot<T> {
-        // SAFETY: the block is a Task<F, T> for some F, which starts with a
-        // TaskHead<T> (both #[repr(C)]); our reference keeps the block alive.
-        unsafe { &self.task.as_ptr().cast::<TaskHead<T>>().as_ref().slot }
+        // SAFETY: the block was made by `newproc::spawn` with this `T`; our
+        // reference keeps it alive.
+        unsafe { JoinSlot::of(&self.task) }
     }
 
     /// Waits for the goroutine to finish and returns its result, or the payload of
@@ -568,7 +293,7 @@ impl<T> JoinHandle<T> {
                 // The G stored the result and will not touch the slot again; the
                 // Acquire load of FINISHED made its store visible.
                 // SAFETY: after FINISHED only the handle's owner (us) uses the slot.
-                let result = unsafe { (*slot.result.get()).take() }.expect("goro: finished task without a result");
+                let result = unsafe { slot.take_result() }.expect("goro: finished task without a result");
                 let task = self.task;
                 std::mem::forget(self); // nothing to detach: the result is taken
                                         // SAFETY: the handle's reference, dropped exactly once, here.
@@ -581,7 +306,7 @@ impl<T> JoinHandle<T> {
             }
             let parker = Parker::new();
             // SAFETY: we hold the slot lock; the G unpacks the waiter once.
-            unsafe { *slot.waiter.get() = parker.waiter().into_raw() };
+            unsafe { slot.set_waiter(parker.waiter().into_raw()) };
             parker.park(WaitReason::Join, lock);
         }
     }
@@ -624,7 +349,7 @@ impl<T> Drop for JoinHandle<T> {
         let lock = self.task.lock();
         let unread = if self.task.finished() {
             // SAFETY: we hold the slot lock.
-            unsafe { (*self.slot().result.get()).take() }
+            unsafe { self.slot().take_result() }
         } else {
             lock.set_detached();
             None

@@ -21,9 +21,9 @@
 //! atomic mirror of the armed generation kept in step under the state lock.
 
 use crate::chan::{self, Receiver, Sender};
+use crate::runtime::sched::newproc::Origin;
 use crate::runtime::sched::state::sched;
 use crate::runtime::sched::timers::{add_timer, Action, Fire};
-use crate::spawn::Origin;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -5,6 +5,7 @@ pub(crate) mod handover;
 pub(crate) mod lockosthread;
 pub(crate) mod m;
 pub(crate) mod mpark;
+pub(crate) mod newproc;
 pub(crate) mod observers;
 pub(crate) mod ownership;
 pub(crate) mod p;

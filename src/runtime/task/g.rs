@@ -31,9 +31,9 @@
 //! freed, so such a read is always of valid memory; a stale value only makes a
 //! prefetch useless.
 
+use super::block::TaskRef;
 use super::locals::LocalMap;
 use super::stack::GStack;
-use super::TaskRef;
 use crate::runtime::sys::coarse_clock::coarse_now_ms;
 use crate::runtime::sys::frames::{capture, Captured};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
