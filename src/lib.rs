@@ -81,10 +81,7 @@ pub mod sync;
 pub mod time;
 
 pub use local::LocalKey;
-pub use runtime::sched::m::current;
-pub use runtime::sched::switch::yield_now;
-pub use runtime::sched::syscall::blocking;
-pub use runtime::task::g::GoId;
+pub use runtime::exports::{blocking, current, yield_now, GoId};
 #[doc(hidden)]
 pub use spawn::{go as __go, go_with as __go_with};
 pub use spawn::{spawn, Builder, JoinHandle};
@@ -92,7 +89,7 @@ pub use spawn::{spawn, Builder, JoinHandle};
 /// Internals exposed only for `benches/` (not part of the API, no stability).
 #[doc(hidden)]
 pub mod __bench {
-    pub use crate::runtime::queue::runq::{RunQueue, RING_CAP};
+    pub use crate::runtime::exports::{RunQueue, RING_CAP};
 }
 
 /// Starts a goroutine, like Go's `go` statement: `goro::go!(|| expr)` or

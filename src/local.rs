@@ -6,8 +6,7 @@
 //! touches what and when values are dropped). This file is the typed face of that
 //! map: it makes a key's value a `Box<T>` and hands out `&T`.
 
-use crate::runtime::sched::m::current_map;
-use crate::runtime::task::locals::{make, slot_of, LocalMap};
+use crate::runtime::exports::{current_map, make, slot_of, LocalMap};
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::sync::atomic::AtomicUsize;

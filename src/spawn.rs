@@ -4,11 +4,8 @@
 //! queueing the G, and the task block the handle shares with it, are the
 //! runtime's (`runtime/sched/newproc.rs`).
 
-use crate::runtime::sched::newproc::{self, JoinSlot, Origin};
-use crate::runtime::task::block::TaskRef;
-use crate::runtime::task::g::{GoId, WaitReason};
-use crate::runtime::task::stack::MAX_STACK_SIZE;
-use crate::runtime::wait::park::Parker;
+use crate::runtime::exports::{newproc, GoId, JoinSlot, Origin, TaskRef, MAX_STACK_SIZE};
+use crate::runtime::wait::{preempt_check, Parker, WaitReason};
 use std::any::Any;
 use std::fmt;
 use std::io;
@@ -229,7 +226,7 @@ impl Builder {
                 "goroutine name contains a NUL byte",
             ));
         }
-        let (task, id) = newproc::spawn(self.name, self.stack_size, origin, f);
+        let (task, id) = newproc(self.name, self.stack_size, origin, f);
         Ok(JoinHandle {
             task,
             id,
@@ -266,7 +263,7 @@ unsafe impl<T: Send> Sync for JoinHandle<T> {}
 
 impl<T> JoinHandle<T> {
     fn slot(&self) -> &JoinSlot<T> {
-        // SAFETY: the block was made by `newproc::spawn` with this `T`; our
+        // SAFETY: the block was made by `newproc` with this `T`; our
         // reference keeps it alive.
         unsafe { JoinSlot::of(&self.task) }
     }
@@ -286,7 +283,7 @@ impl<T> JoinHandle<T> {
     /// `Err(payload)` if the goroutine panicked: the value passed to `panic!`
     /// (a `&'static str` or a `String` for a message), as `std::thread` gives it.
     pub fn join(self) -> Result<T, Box<dyn Any + Send + 'static>> {
-        crate::runtime::sched::preempt::check();
+        preempt_check();
         let slot = self.slot();
         loop {
             if self.task.finished() {

@@ -21,10 +21,7 @@
 //! the lock its waker holds.
 
 use super::error::{RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
-use crate::runtime::sched::ready::Waiter;
-use crate::runtime::sys::lock::{RawGuard, RawMutex};
-use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::waitq::{block, Sudog, WaitQueue};
+use crate::runtime::wait::{block, RawGuard, RawMutex, Sudog, WaitQueue, WaitReason, Waiter};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

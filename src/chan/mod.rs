@@ -204,7 +204,7 @@ impl<T> Sender<T> {
     /// [`SendError`] holding `v` if the channel is closed, or closes while the
     /// send waits (Go would panic).
     pub fn send(&self, v: T) -> Result<(), SendError<T>> {
-        crate::runtime::sched::preempt::check();
+        crate::runtime::wait::preempt_check();
         self.chan.send(v)
     }
 
@@ -246,7 +246,7 @@ impl<T> Sender<T> {
     /// [`SendTimeoutError::Closed`] if the channel is or becomes closed. Both hold
     /// `v`.
     pub fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
-        crate::runtime::sched::preempt::check();
+        crate::runtime::wait::preempt_check();
         self.chan.send_timeout(v, timeout)
     }
 }
@@ -267,7 +267,7 @@ impl<T> Receiver<T> {
     /// [`RecvError`] once the channel is closed and its buffer drained (where Go
     /// returns the zero value and `ok == false`).
     pub fn recv(&self) -> Result<T, RecvError> {
-        crate::runtime::sched::preempt::check();
+        crate::runtime::wait::preempt_check();
         self.chan.recv()
     }
 
@@ -310,7 +310,7 @@ impl<T> Receiver<T> {
     /// [`RecvTimeoutError::Timeout`] if nothing arrived in time;
     /// [`RecvTimeoutError::Closed`] once the channel is closed and drained.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        crate::runtime::sched::preempt::check();
+        crate::runtime::wait::preempt_check();
         self.chan.recv_timeout(timeout)
     }
 

@@ -18,11 +18,7 @@
 use super::channel::{wake_one, Chan, Wake};
 use super::error::{RecvError, SendError};
 use super::{Receiver, Sender};
-use crate::runtime::sched::ready::Claim;
-use crate::runtime::sys::lock::RawMutex;
-use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::park::Parker;
-use crate::runtime::wait::waitq::Sudog;
+use crate::runtime::wait::{Claim, Parker, RawMutex, Sudog, WaitReason};
 use std::cell::Cell;
 
 /// Per-select scratch the cases share with the select loop. Opaque outside.
@@ -264,7 +260,7 @@ impl Drop for LockSet<'_> {
 /// none if `has_default` and nothing was ready. See the module docs.
 #[doc(hidden)]
 pub fn select(cases: &[&dyn Case], has_default: bool) {
-    crate::runtime::sched::preempt::check();
+    crate::runtime::wait::preempt_check();
     if cases.is_empty() {
         if has_default {
             return;

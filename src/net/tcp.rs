@@ -2,7 +2,7 @@
 
 use super::{rawio, sockaddr};
 use crate::runtime::netpoll::{Dir, Registered};
-use crate::runtime::sched::state::sched;
+use crate::runtime::wait::deadline_in;
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
@@ -295,7 +295,7 @@ impl TcpStream {
                 "cannot connect with a zero timeout",
             ));
         }
-        connect_addr(addr, sched().deadline_in(timeout))
+        connect_addr(addr, deadline_in(timeout))
     }
 
     /// Bounds how long each read (and [`peek`](TcpStream::peek)) may wait;
@@ -718,7 +718,7 @@ mod tests {
     #[test]
     fn sockets_do_not_leak_descriptors() {
         // The runtime's own descriptors (poller, monitor pipe) exist from its start.
-        crate::runtime::sched::state::sched();
+        crate::runtime::gomaxprocs();
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let before = open_fds();

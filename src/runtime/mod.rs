@@ -31,26 +31,121 @@
 //! let s = runtime::stats();
 //! assert!(s.spawned >= 10 && s.completed >= 10);
 //! ```
-//!
-//! # Reading the source
-//!
-//! A reader following a G from `go!` to its exit goes through, in order:
-//! `spawn` (the public entry) → `sched` (global state, start-up) →
-//! `g` (the G and its coroutine) → `p` / `runq` (where runnable Gs wait) →
-//! `wake` (waking an M for new work) → `m` (the OS thread) → `schedule` (the loop
-//! that finds and runs Gs) → `park` (how a G waits and is readied) → `stack`
-//! (where its stack came from and goes back to).
+
+// # Where things are
+//
+// The runtime is in layers, bottom to top; a file names only its own layer
+// and those below it (`.ci/layers.py` checks this), and only the scheduling
+// core's files import each other in a circle. The files directly here are the
+// root: this public face and `boot.rs`.
+//
+// sys/     knows nothing of G, M or P
+//   altstack.rs      each M's alternate signal stack
+//   coarse_clock.rs  milliseconds since start, ticked by sysmon: cheap timestamps
+//   epoll.rs         the epoll fd, its wake-up eventfd, the timed wait; deals in tokens
+//   frames.rs        stack frames: captured, resolved, trimmed for reports
+//   futex.rs         futex wait/wake (loom's stand-in under loom)
+//   lock.rs          RawMutex, the runtime's lock for wait records
+//   note.rs          Note, the one-shot wake-up an idle M sleeps on
+//   os_threads.rs    the runtime's own OS threads, by kernel id
+//   quadheap.rs      the 4-ary heap under the timers
+//   sync_prims.rs    the one place loom is swapped in
+// task/    what a goroutine is
+//   block.rs         the type-erased task block a spawn allocates
+//   creators.rs      the plain threads that spawned Gs, for "created by thread"
+//   g.rs             the G: identity, status, coroutine; GoId; every G ever made
+//   gfree.rs         free G headers: a P's cache and the global pool
+//   locals.rs        goroutine-local storage (the map behind `goro::local!`)
+//   scavenge.rs      sysmon's stack scavenger: gives back idle stacks' pages
+//   stack.rs         stacks: mmap slabs and guard pages
+//   stack_pool.rs    free stacks: a P's cache and the global pool, aged
+// queue/   where runnable Gs and idle Ps and Ms wait
+//   globrunq.rs      the global run queue
+//   idle.rs          idle Ps, idle Ms, the spinning count
+//   runq.rs          a P's ring and `runnext`
+// sched/   the G/M/P protocol: the scheduling core, recursive by nature
+//   config.rs        Config, GOMAXPROCS and GODEBUG from the environment
+//   handover.rs      an M that ran long yields its core once before polling
+//   lockosthread.rs  lock_os_thread: a G wired to its M
+//   m.rs             the M (an OS thread) and the current M/G/P accessors
+//   mpark.rs         waking and parking Ms: wakep, start_m, stop_m, hand_off_p
+//   newproc.rs       making a G, running its task block, its result to the joiner
+//   observers.rs     what the core shares with sysmon and the deadlock reporter
+//   ownership.rs     who holds a P; taking it from a busy M (retake, stop-the-world)
+//   p.rs             the P: its queue, timers, counters, free lists
+//   poll.rs          the scheduler's side of the poller: when to poll, readying
+//   pollspin.rs      an M that runs dry while Gs wait on the network spins a little
+//   preempt.rs       the cooperative half of preemption: yield at the next goro call
+//   procresize.rs    set_gomaxprocs under a stop-the-world
+//   ready.rs         the waking half of parking: Waiter, Claim, ready
+//   schedule.rs      the loop every M runs: find a G, run it, handle its switch
+//   state.rs         Sched, the global state; sched() starts it on first use
+//   switch.rs        a G switching out to its M's loop; yield_now
+//   syscall.rs       goro::blocking (Go's entersyscall/exitsyscall)
+//   template.rs      the template thread that starts wired Ms' threads
+//   timers.rs        a P's timer heap
+// wait/    the one wait contract chan, sync, time and net build on (mod.rs)
+//   guarded.rs       state under a RawMutex and blocking in its wait queue
+//   park.rs          parking a G or a thread (the protocol, with ready.rs)
+//   thread_waits.rs  plain threads in goro waits, for dumps and the deadlock check
+//   waitq.rs         sudogs and wait queues
+// netpoll/ the poll descriptors Gs wait on for sockets, as in Go's runtime
+//   desc.rs          a socket's readiness, waiters and deadlines; the poller's events
+//   registered.rs    a registered socket and the I/O loop `goro::net` runs in
+// monitor/ the observers: they watch and report, nothing below calls them
+//   deadlock.rs      the deadlock report and SIGQUIT's dump (the reporter thread)
+//   dump.rs          goroutines(): Go's traceback of every G
+//   heap_trim.rs     sysmon gives glibc's free heap back when idle
+//   panics.rs        what a panicking G prints
+//   schedtrace.rs    GODEBUG=schedtrace/scheddetail reports
+//   signal.rs        the stack-overflow report (SIGSEGV/SIGBUS)
+//   stats.rs         stats(): the scheduler's counters
+//   sysmon.rs        sysmon: retakes, preemption, netpoll, timers, idle Ms
+// boot.rs            start-up: the one file that names every layer
+// loom_models.rs     loom models of the queues, parking and ownership protocols
+//
+// # One G from `go!` to its exit
+//
+// src/spawn.rs (`go!`, Builder's checks) → sched/newproc.rs (`newproc`: a
+// header from sched/p.rs `gfget`, the task block, task/g.rs `G::init`, the
+// P's `runnext` in queue/runq.rs) → sched/mpark.rs (`wakep`: an idle M's
+// note, or a new thread from sched/m.rs) → sched/schedule.rs (`run`,
+// `find_runnable`, `execute`: a stack from task/stack_pool.rs, `G::resume`)
+// → sched/newproc.rs (`Task::run`: the body) → a wait: wait/waitq.rs, wait/park.rs
+// (`Parker::park`) → sched/switch.rs (`switch_out`) → back in `execute`,
+// which drops the waiter's lock → a waker: sched/ready.rs (`Waiter::wake`,
+// `ready` into its P's `runnext`) → `execute` again → the body returns:
+// sched/newproc.rs (`JoinSlot::complete` wakes the joiner) → schedule.rs
+// `exit_g` (`G::finish`; the header back through sched/p.rs `gfput`, the
+// stack to its P's cache).
 
 mod boot;
 #[cfg(all(test, loom))]
 mod loom_models;
-pub(crate) mod monitor;
+mod monitor;
 pub(crate) mod netpoll;
-pub(crate) mod queue;
-pub(crate) mod sched;
-pub(crate) mod sys;
-pub(crate) mod task;
+mod queue;
+mod sched;
+mod sys;
+mod task;
 pub(crate) mod wait;
+
+/// The runtime as `spawn.rs`, `local.rs` and `lib.rs` see it, besides the wait
+/// contract ([`wait`]) and the poller ([`netpoll`]): making goroutines, their
+/// ids and locals, and the public functions `lib.rs` re-exports. Nothing else
+/// of the runtime is visible outside `runtime/`.
+pub(crate) mod exports {
+    pub use super::queue::runq::{RunQueue, RING_CAP};
+    pub use super::sched::m::current;
+    pub(crate) use super::sched::m::current_map;
+    pub(crate) use super::sched::newproc::{newproc, JoinSlot, Origin};
+    pub use super::sched::switch::yield_now;
+    pub use super::sched::syscall::blocking;
+    pub(crate) use super::task::block::TaskRef;
+    pub use super::task::g::GoId;
+    pub(crate) use super::task::locals::{make, slot_of, LocalMap};
+    pub(crate) use super::task::stack::MAX_STACK_SIZE;
+}
 
 pub use monitor::dump::{goroutines, write_goroutines, GoState, GoroutineInfo};
 pub use monitor::stats::{ProcStats, Stats};

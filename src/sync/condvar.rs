@@ -6,10 +6,7 @@
 //! its timeout): no spurious wake-ups.
 
 use super::mutex::MutexGuard;
-use crate::runtime::sys::sync_prims::const_unless_loom;
-use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::guarded::{pop_all, wait_in, wait_in_timeout, Guarded};
-use crate::runtime::wait::waitq::WaitQueue;
+use crate::runtime::wait::{const_unless_loom, pop_all, wait_in, wait_in_timeout, Guarded, WaitQueue, WaitReason};
 use std::fmt;
 use std::time::Duration;
 

@@ -19,11 +19,7 @@
 //! Orderings: acquiring `LOCKED` is an `Acquire` CAS, releasing it `Release`; a
 //! hand-over passes the lock through the wait list's lock and the wake-up.
 
-use crate::runtime::sys::sync_prims::const_unless_loom;
-use crate::runtime::sys::sync_prims::{AtomicU32, Ordering};
-use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::guarded::{wait_in, Guarded};
-use crate::runtime::wait::waitq::WaitQueue;
+use crate::runtime::wait::{const_unless_loom, wait_in, AtomicU32, Guarded, Ordering, WaitQueue, WaitReason};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -202,7 +198,7 @@ impl<T: ?Sized> Mutex<T> {
     #[cold]
     #[cfg_attr(loom, allow(clippy::reversed_empty_ranges))] // no spinning under loom
     fn lock_slow(&self) {
-        crate::runtime::sched::preempt::check();
+        crate::runtime::wait::preempt_check();
         // Spin with exponential backoff between looks, so the spinner does not keep
         // pulling the state's cache line away from the holder (as `RawMutex`).
         let mut backoff = 1u32;

@@ -3,11 +3,7 @@
 //! Callers that arrive while the function runs park until it is done. A function
 //! that panics still counts as done (Go's rule); the panic goes on to its caller.
 
-use crate::runtime::sys::sync_prims::const_unless_loom;
-use crate::runtime::sys::sync_prims::{AtomicBool, Ordering};
-use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::guarded::{pop_all, wait_in, Guarded};
-use crate::runtime::wait::waitq::WaitQueue;
+use crate::runtime::wait::{const_unless_loom, pop_all, wait_in, AtomicBool, Guarded, Ordering, WaitQueue, WaitReason};
 use std::fmt;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 

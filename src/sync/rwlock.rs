@@ -8,10 +8,7 @@
 //! All bookkeeping is behind the wait lists' runtime lock (held for a few
 //! instructions).
 
-use crate::runtime::sys::sync_prims::const_unless_loom;
-use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::guarded::{pop_all, wait_in, Guarded};
-use crate::runtime::wait::waitq::WaitQueue;
+use crate::runtime::wait::{const_unless_loom, pop_all, wait_in, Guarded, WaitQueue, WaitReason};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};

@@ -3,10 +3,7 @@
 //! Waiters queue FIFO and a released permit is handed straight to the head waiter,
 //! so a stream of newcomers cannot starve it.
 
-use crate::runtime::sys::sync_prims::const_unless_loom;
-use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::guarded::{wait_in, Guarded};
-use crate::runtime::wait::waitq::WaitQueue;
+use crate::runtime::wait::{const_unless_loom, wait_in, Guarded, WaitQueue, WaitReason};
 use std::fmt;
 use std::sync::Arc;
 

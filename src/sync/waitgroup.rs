@@ -4,9 +4,7 @@
 //! The counter and the waiters are behind one runtime lock. When the counter
 //! reaches zero every waiter is released; the group can then be reused.
 
-use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::guarded::{pop_all, wait_in, Guarded};
-use crate::runtime::wait::waitq::WaitQueue;
+use crate::runtime::wait::{pop_all, wait_in, Guarded, WaitQueue, WaitReason};
 use std::fmt;
 use std::sync::Arc;
 

@@ -36,11 +36,7 @@
 //! assert!(ticks >= 1);
 //! ```
 
-use crate::runtime::sched::m::current_g;
-use crate::runtime::sched::state::sched;
-use crate::runtime::sched::timers::{add_timer_parked, Action};
-use crate::runtime::task::g::WaitReason;
-use crate::runtime::wait::park::{OnDrop, Parker};
+use crate::runtime::wait::{add_timer_parked, current_g, deadline_in, Action, OnDrop, Parker, WaitReason};
 use std::time::Duration;
 
 mod timer;
@@ -69,14 +65,14 @@ pub use timer::{after, after_func, tick, Ticker, Timer};
 /// assert!(start.elapsed() >= Duration::from_millis(5));
 /// ```
 pub fn sleep(d: Duration) {
-    crate::runtime::sched::preempt::check();
+    crate::runtime::wait::preempt_check();
     let Some(g) = current_g() else {
         return std::thread::sleep(d);
     };
     if d.is_zero() {
         return;
     }
-    let when = sched().deadline_in(d);
+    let when = deadline_in(d);
     let parker = Parker::new();
     match when {
         // Too far away to ever fire: park for good, as Go's Sleep of a huge duration.

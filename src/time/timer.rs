@@ -21,9 +21,8 @@
 //! atomic mirror of the armed generation kept in step under the state lock.
 
 use crate::chan::{self, Receiver, Sender};
-use crate::runtime::sched::newproc::Origin;
-use crate::runtime::sched::state::sched;
-use crate::runtime::sched::timers::{add_timer, Action, Fire};
+use crate::runtime::exports::Origin;
+use crate::runtime::wait::{add_timer, deadline_in, Action, Fire};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -85,7 +84,7 @@ impl Inner {
     fn arm(self: &Arc<Self>, st: &mut State, d: Duration) {
         st.seq += 1;
         st.active = true;
-        let when = sched().deadline_in(d);
+        let when = deadline_in(d);
         st.when = when.unwrap_or(u64::MAX);
         self.publish(st);
         if let Some(when) = when {

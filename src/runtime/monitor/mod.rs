@@ -1,12 +1,13 @@
-//! Observers of the runtime: what it reports about itself. Frames for reports,
-//! the goroutine dump, the deadlock report and SIGQUIT, the names of threads
-//! that spawn goroutines.
+//! The observers: sysmon's duties, the deadlock report, the goroutine dump,
+//! schedtrace, stats, panic and stack-overflow reports. Nothing below calls
+//! them; the core reaches sysmon and the reporter through `sched/observers.rs`.
+//! `runtime/mod.rs` maps it.
 
-pub(crate) mod deadlock;
-pub(crate) mod dump;
-pub(crate) mod heap_trim;
-pub(crate) mod panics;
-pub(crate) mod schedtrace;
-pub(crate) mod signal;
-pub(crate) mod stats;
-pub(crate) mod sysmon;
+pub(in crate::runtime) mod deadlock;
+pub(in crate::runtime) mod dump;
+pub(in crate::runtime) mod heap_trim;
+pub(in crate::runtime) mod panics;
+pub(in crate::runtime) mod schedtrace;
+pub(in crate::runtime) mod signal;
+pub(in crate::runtime) mod stats;
+pub(in crate::runtime) mod sysmon;

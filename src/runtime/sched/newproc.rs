@@ -57,7 +57,7 @@ impl Origin {
 /// without NUL). Returns the task block, of which the caller's `JoinHandle`
 /// holds one reference, and the G's id.
 #[inline(always)]
-pub(crate) fn spawn<F, T>(name: Option<String>, stack_size: Option<usize>, origin: Origin, f: F) -> (TaskRef, GoId)
+pub(crate) fn newproc<F, T>(name: Option<String>, stack_size: Option<usize>, origin: Origin, f: F) -> (TaskRef, GoId)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -87,7 +87,7 @@ where
         let g = gfget(p);
         // SAFETY: gfget hands us the header exclusively.
         unsafe { g.init(id, spawn, task) };
-        newproc(p, g);
+        queue_new(p, g);
         (id, task)
     });
     wakep();
@@ -241,9 +241,9 @@ fn next_goid(p: Option<&P>) -> u64 {
     }
 }
 
-/// Queues a new G (Go's `newproc`): to the `runnext` of `p` (the current M's P),
+/// Queues a new G: to the `runnext` of `p` (the current M's P),
 /// or the global queue from a plain thread. The caller then wakes an M.
-fn newproc(p: Option<&P>, g: GRef) {
+fn queue_new(p: Option<&P>, g: GRef) {
     match p {
         Some(p) => {
             bump(&p.counters.spawned, 1);
@@ -269,7 +269,7 @@ impl<T> JoinSlot<T> {
     /// The slot of `task`'s block.
     ///
     /// # Safety
-    /// `task` heads a `Task<F, T>` for some `F` (made by [`spawn`] with this
+    /// `task` heads a `Task<F, T>` for some `F` (made by [`newproc`] with this
     /// `T`); the caller's reference keeps it alive.
     pub(crate) unsafe fn of(task: &TaskRef) -> &JoinSlot<T> {
         // SAFETY: the block is a Task<F, T> for some F, which starts with a

@@ -1,6 +1,28 @@
-//! The wait layer.
+//! The wait layer: the one contract every blocking primitive of goro builds on
+//! (chan, sync, time, net). Its re-exports below are all the rest of goro may
+//! use of the runtime's waiting.
 
-pub(crate) mod guarded;
-pub(crate) mod park;
-pub(crate) mod thread_waits;
-pub(crate) mod waitq;
+pub(in crate::runtime) mod guarded;
+pub(in crate::runtime) mod park;
+pub(in crate::runtime) mod thread_waits;
+pub(in crate::runtime) mod waitq;
+
+pub(crate) use crate::runtime::sched::m::current_g;
+pub(crate) use crate::runtime::sched::preempt::check as preempt_check;
+pub(crate) use crate::runtime::sched::ready::{Claim, Waiter};
+pub(crate) use crate::runtime::sched::timers::{add_timer, add_timer_parked, Action, Fire};
+pub(crate) use crate::runtime::sys::lock::{RawGuard, RawMutex};
+pub(crate) use crate::runtime::sys::sync_prims::{const_unless_loom, AtomicBool, AtomicU32, Ordering};
+pub(crate) use crate::runtime::task::g::WaitReason;
+pub(crate) use guarded::{pop_all, wait_in, wait_in_timeout, Guarded};
+pub(crate) use park::{OnDrop, Parker};
+pub(crate) use waitq::{block, Sudog, WaitQueue};
+
+use crate::runtime::sched::state::sched;
+use std::time::Duration;
+
+/// The runtime-clock time `d` from now: when a timer armed for `d` fires.
+/// `None` if that is past the clock's range (never).
+pub(crate) fn deadline_in(d: Duration) -> Option<u64> {
+    sched().deadline_in(d)
+}
