@@ -43,7 +43,10 @@ pub(crate) struct Frame {
 const GORO_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
 /// Where the runtime's sources are (the poller is part of it, as in Go).
 const RUNTIME_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/runtime/");
-const NETPOLL_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/netpoll/");
+/// The runtime code a parked goroutine's frames keep, by name and by file: the
+/// wait helper of `goro::sync`'s types, so such a dump starts at `wait_in` and
+/// the type's own method below it.
+const KEPT_RUNTIME: (&str, &str) = ("goro::runtime::wait::guarded::", "/src/runtime/wait/guarded.rs");
 
 impl Captured {
     /// Resolves names and source lines: call on a stack with room to spare.
@@ -139,21 +142,23 @@ pub(crate) fn trim(frames: &[Frame], keep: Keep) -> &[Frame] {
 }
 
 fn is_internal(name: &str, file: Option<&Path>) -> bool {
-    const NAMES: [&str; 5] = [
+    const NAMES: [&str; 4] = [
         "goro::runtime::",
-        "goro::netpoll::",
         "backtrace::",
         "corosensei::",
         "core::ops::function::",
     ];
+    let file = file.and_then(Path::to_str);
+    if name.starts_with(KEPT_RUNTIME.0) || file.is_some_and(|f| f.ends_with(KEPT_RUNTIME.1)) {
+        return false;
+    }
     if NAMES.iter().any(|p| name.starts_with(p)) {
         return true;
     }
-    let Some(file) = file.and_then(Path::to_str) else {
+    let Some(file) = file else {
         return false;
     };
     file.starts_with(RUNTIME_SRC)
-        || file.starts_with(NETPOLL_SRC)
         || file.contains("/backtrace-0.")
         || file.contains("/corosensei-")
         || file.ends_with("core/src/ops/function.rs")
@@ -214,7 +219,7 @@ mod tests {
             f("std::sys::backtrace::__rust_end_short_backtrace"),
             f("core::panicking::panic_fmt"),
             f("app::work"),
-            f("goro::spawn::__rust_begin_short_backtrace"),
+            f("goro::runtime::sched::newproc::__rust_begin_short_backtrace"),
             f("corosensei::trampoline"),
         ];
         let kept: Vec<_> = trim(&frames, Keep::Panic).iter().map(|f| f.name.as_str()).collect();
@@ -226,13 +231,29 @@ mod tests {
     fn parked_frames_start_at_the_call_that_parked() {
         let frames = [
             f("backtrace::capture"),
-            f("goro::runtime::g::G::suspend"),
-            f("goro::runtime::park::park_g"),
+            f("goro::runtime::task::g::G::suspend"),
+            f("goro::runtime::wait::park::park_g"),
             f("goro::chan::Receiver<T>::recv"),
             f("app::worker"),
-            f("goro::spawn::__rust_begin_short_backtrace"),
+            f("goro::runtime::sched::newproc::__rust_begin_short_backtrace"),
         ];
         let kept: Vec<_> = trim(&frames, Keep::Parked).iter().map(|f| f.name.as_str()).collect();
         assert_eq!(kept, ["goro::chan::Receiver<T>::recv", "app::worker"]);
+        let on_mutex = [
+            f("goro::runtime::wait::park::park_g"),
+            f("goro::runtime::wait::waitq::block"),
+            f("goro::runtime::wait::guarded::wait_in"),
+            f("goro::sync::mutex::Mutex<T>::lock"),
+            f("app::worker"),
+        ];
+        let kept: Vec<_> = trim(&on_mutex, Keep::Parked).iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            kept,
+            [
+                "goro::runtime::wait::guarded::wait_in",
+                "goro::sync::mutex::Mutex<T>::lock",
+                "app::worker"
+            ]
+        );
     }
 }
