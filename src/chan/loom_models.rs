@@ -1,7 +1,7 @@
 //! loom models of channels and `select!`: the real `Chan`, its wait queues, the
 //! claim every wait is ended through, and the parking protocol's thread side, with
 //! loom threads as the blocked parties (a G parks through the same records; only
-//! who releases the record's lock differs, see `runtime/park.rs`).
+//! who releases the record's lock differs, see `runtime/wait/park.rs`).
 //!
 //! What they check, over every interleaving (`scripts/loom.sh`):
 //! - each value is delivered exactly once, in FIFO order, or handed back;

@@ -4,9 +4,9 @@
 //! libc's wrappers for these calls are POSIX cancellation points. Around each
 //! call glibc switches the thread's cancellation state on and off, and each
 //! switch is an atomic compare-and-swap. No goro M is ever cancelled, so that
-//! work is wasted. It costs two locked instructions per transfer, a few percent
-//! of a request's user time in an HTTP server. Go also issues its socket reads
-//! and writes as raw syscalls. glibc's `syscall` stub is not a cancellation
+//! work is wasted: two locked instructions per transfer
+//! (docs/decisions/0026-raw-socket-syscalls.md). Go also issues its socket
+//! reads and writes as raw syscalls. glibc's `syscall` stub is not a cancellation
 //! point, and it still sets `errno`, so errors read as usual with
 //! `io::Error::last_os_error`. One consequence: these calls bypass libc's
 //! symbols, so an `LD_PRELOAD` shim that interposes `recv`/`send` does not see

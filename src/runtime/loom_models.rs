@@ -7,7 +7,7 @@
 //! loom_`). Under loom the ring has 4 slots, so overflow and wrap-around are
 //! reachable with a handful of items.
 //!
-//! The protocol models replay, step for step, the submitter side of `wake::wakep`
+//! The protocol models replay, step for step, the submitter side of `mpark::wakep`
 //! and the "nothing to do" tail of `schedule::find_runnable`, on the real `Idle`,
 //! `RunQueue` and `Note`. Keep them in step with those functions.
 //!
@@ -152,14 +152,14 @@ fn model_reset_spinning(idle: &Idle<Arc<ModelM>>) -> bool {
     model_wakep(idle)
 }
 
-/// `wake::wakep` + `start_m`, as the submitter runs it after publishing work.
+/// `mpark::wakep` + `start_m`, as the submitter runs it after publishing work.
 /// Returns true if it handed a P to an M (parked or newly created).
 fn model_wakep(idle: &Idle<Arc<ModelM>>) -> bool {
     fence(Ordering::SeqCst);
     model_wakep_global(idle)
 }
 
-/// `wake::wakep_global`: as [`model_wakep`] without the fence, for work pushed
+/// `mpark::wakep_global`: as [`model_wakep`] without the fence, for work pushed
 /// to the global queue under its lock.
 fn model_wakep_global(idle: &Idle<Arc<ModelM>>) -> bool {
     if !idle.should_wake() {
@@ -387,7 +387,7 @@ fn loom_timer_added_to_an_idling_p_is_watched() {
 }
 
 /// As [`loom_timer_added_to_an_idling_p_is_watched`], with sysmon handing P0
-/// off (`wake::hand_off_p`): it reads the P's timers after idling it and a
+/// off (`mpark::hand_off_p`): it reads the P's timers after idling it and a
 /// fence, not before.
 #[test]
 fn loom_timer_added_to_a_handed_off_p_is_watched() {

@@ -1,14 +1,13 @@
 //! The heap trim: once the process has gone idle after some work, sysmon asks
 //! glibc's malloc to give its free memory back to the kernel (`malloc_trim(0)`),
-//! as Go's scavenger does for Go's heap. `scavenge.rs` does this for stacks;
+//! as Go's scavenger does for Go's heap. `task/scavenge.rs` does this for stacks;
 //! this module does it for what goroutines allocated with Rust's allocator.
 //!
 //! glibc keeps a freed block for reuse, and gives memory back on its own only
 //! from the top of an arena. A burst leaves the top of each arena held by a
 //! block still in use, so the freed memory below stays resident, and each
 //! thread that ever allocated may have an arena of its own (up to eight per
-//! core): ten seconds after seven bursts of 5,000 connections,
-//! `examples/http_echo` still held 170–250 MiB of RSS
+//! core): a server stays at its peak RSS long after its bursts
 //! (docs/decisions/0002-heap-trim.md). `malloc_trim` also releases the whole
 //! pages inside the free blocks of every arena (`madvise(MADV_DONTNEED)`),
 //! which is what brings that back.
@@ -35,7 +34,8 @@
 //! Never on a hot path: only sysmon calls `malloc_trim`, and only after
 //! [`IDLE_NS`] with every P idle. It holds one arena's lock at a time, so a G
 //! that allocates meanwhile in the arena being trimmed waits for that arena's
-//! walk (the whole trim takes 24–32 ms with 170 MiB free). The pages it gives
+//! walk (the whole trim takes tens of milliseconds with hundreds of MiB free).
+//! The pages it gives
 //! back are faulted in again by whatever allocates next, as Go's are.
 //!
 //! # Sleeping
@@ -64,9 +64,9 @@ use std::sync::atomic::Ordering;
 /// long: the stack scavenger's period (`scavenge::PERIOD_NS`), so a burst's
 /// stacks and heap go back on the same schedule.
 pub(crate) const IDLE_NS: u64 = 1_000_000_000;
-/// Trims at most this often. A trim of 170 MiB of free blocks costs sysmon
-/// 24–32 ms (decision 0002): once per 5 s is at most 0.6% of a core, under the
-/// 1% that Go's background scavenger allows itself (`scavengePercent`).
+/// Trims at most this often: with what a trim costs sysmon (decision 0002),
+/// under the 1% of a core that Go's background scavenger allows itself
+/// (`scavengePercent`).
 pub(crate) const MIN_INTERVAL_NS: u64 = 5_000_000_000;
 
 /// Whether this target has glibc's `malloc_trim`.

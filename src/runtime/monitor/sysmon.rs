@@ -20,14 +20,14 @@
 //! - **the network**: polled if nobody has for 10 ms, or for 1 ms while a P is
 //!   idle (what the poll finds can start at once there). The M that takes a G
 //!   from the blocking poll runs it without waking a helper
-//!   (`park::ready_batch`), so if that G computes, nobody is in the poller while
+//!   (`ready::ready_batch`), so if that G computes, nobody is in the poller while
 //!   the other P idles: a request on another connection waited for this poll,
 //!   10 ms before the shorter rule (`tests/net_poll_while_computing.rs`);
 //! - **unwatched timers**: while a P idles, nobody is blocked in the poller and
 //!   no M spins, no M watches the timers of the idle Ps (nor those of a P whose
 //!   G computes): the M that came back from the poller runs a G it found
 //!   there, or one a timer readied, without waking a helper
-//!   (`park::ready_found`), and a G that parks with a timer leaves the wake-up to
+//!   (`ready::ready_found`), and a G that parks with a timer leaves the wake-up to
 //!   its M's search (`timers::add_timer_parked`). Before such an M runs a G, it
 //!   wakes a helper for its own P's timers, and for the poller's (every P's)
 //!   if one is due within [`MAX_DELAY`] (`schedule::watch_timers`); for a later
@@ -52,9 +52,9 @@
 //! that no M watches (Go's "deep sleep", which also ends at the next timer),
 //! for the scavenger while free stacks may still hold pages, and once for the
 //! heap trim after Gs ran.
-//! It then goes on at the pace it had: a workload whose Ps all idle between
-//! bursts (HTTP at 64 connections) otherwise restarted the 20 µs pace at every
-//! burst, 6.7k sysmon wake-ups in 4.5 s instead of 0.5k. A look that came early
+//! It then goes on at the pace it had, so a workload whose Ps all idle between
+//! bursts does not restart the 20 µs pace at every burst
+//! (docs/decisions/0016-sysmon-pacing.md). A look that came early
 //! only for the 1 ms network rule goes back to that pace, not to deep sleep:
 //! under sparse traffic it would otherwise deep-sleep after every request and
 //! cost each next request a wake-up of sysmon (`tests/net_sparse_wakeups.rs`).
@@ -70,7 +70,7 @@ use crate::runtime::sched::mpark::{hand_off_p, wakep};
 use crate::runtime::sched::observers::{self, MAX_DELAY};
 use crate::runtime::sched::ownership::try_take_running;
 use crate::runtime::sched::p::{PState, PStatus, P};
-use crate::runtime::sched::schedule::SLICE_NS;
+use crate::runtime::sched::schedule::TIME_SLICE_NS;
 use crate::runtime::sched::state::Sched;
 use crate::runtime::sched::timers::NO_TIMER;
 use crate::runtime::task::scavenge::Scavenger;
@@ -165,8 +165,7 @@ fn run(s: &'static Sched) -> ! {
         let timer_due = timers_if_unwatched(s, now);
         // Only a retake means "look closely again" (Go's rule): a poll that found
         // something is routine under network load, and resetting the pace on it
-        // kept sysmon waking every 20 µs, at a cost measured as 20% more CPU per
-        // message in the TCP echo benchmark.
+        // would keep sysmon waking every 20 µs (decision 0016).
         let looked = retake(s, now, &mut seen);
         let acted = looked.taken > 0;
         retire_idle_ms(s);
@@ -204,8 +203,8 @@ fn run(s: &'static Sched) -> ! {
         // sleep: it sleeps its pace first. Under sparse traffic (a request now
         // and then, every P idle between them) it would otherwise deep-sleep
         // after every request, and the next request's M would have to wake it
-        // on its way to the G (`p_acquired`): 10 -> 35 µs of CPU and 16 -> 49 µs
-        // round trip per request at one request per ms.
+        // on its way to the G (`p_acquired`), which costs that request CPU and
+        // latency (`tests/net_sparse_wakeups.rs`).
         if trace_ns == 0 && !early_for_network && deep_sleep(s, timer_due, &scavenger, &mut heap_trim) {
             // Every P idled: whoever holds one now starts a fresh count (a G back
             // from a blocking call may hold it without a switch to show for it).
@@ -357,11 +356,11 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                 if seen.schedtick != tick {
                     seen.schedtick = tick;
                     seen.slice_since = now;
-                } else if now.saturating_sub(seen.slice_since) >= SLICE_NS {
+                } else if now.saturating_sub(seen.slice_since) >= TIME_SLICE_NS {
                     p.slice_over.store(true, Ordering::Relaxed);
                     seen.slice_since = now;
                 }
-                next_due = next_due.min(seen.slice_since + SLICE_NS);
+                next_due = next_due.min(seen.slice_since + TIME_SLICE_NS);
                 let threshold = if ran < PREEMPT_AFTER_NS {
                     PREEMPT_AFTER_NS
                 } else {

@@ -5,21 +5,21 @@
 //! a full local ring spills half of itself (one lock for the whole batch), and when
 //! a time slice ends. Ps take their fair share in one lock (`pop_batch`).
 //!
-//! Why not `crossbeam_deque::Injector` (the first design): its pushes allocate a
-//! block every 63 Gs and its pops free it, on another thread. Under a spawn storm
-//! those cross-thread frees contend with the spawner's own mallocs on glibc's arena
-//! lock; that cost 13% of the spawn+join benchmark's cycles. The intrusive list
-//! never allocates. Figures in docs/DESIGN.md ("The global queue").
+//! Not `crossbeam_deque::Injector`: its pushes allocate a block every 63 Gs and
+//! its pops free it, on another thread, and under a spawn storm those
+//! cross-thread frees contend with the spawner's own mallocs on glibc's arena
+//! lock. The intrusive list never allocates
+//! (docs/decisions/0004-global-queue-intrusive-list.md).
 //!
 //! Orderings: the list is under the mutex. `len` mirrors its length for
 //! lock-free hints ("probably empty, skip the lock"); it is written only under
 //! the lock, with plain (`Relaxed`) stores, so a push or pop costs one lock and
 //! one unlock and no other locked instruction. No wake-up depends on the hint:
 //! an M that gives up its P for want of work (`find_runnable`'s tail,
-//! `wake::hand_off_p`) idles it, drops its spinning count, then re-checks the
+//! `mpark::hand_off_p`) idles it, drops its spinning count, then re-checks the
 //! queue under its lock
 //! ([`GlobalRunq::has_work`]), and a submitter reads the idle counters after
-//! its push has released the lock (`wake::wakep_global`). Whichever of the two
+//! its push has released the lock (`mpark::wakep_global`). Whichever of the two
 //! takes the lock second sees what the other did before it, as under Go's
 //! `sched.lock`; no fence is needed.
 

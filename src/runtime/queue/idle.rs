@@ -90,7 +90,7 @@ impl<W> Idle<W> {
     }
 
     /// Submitter side, after publishing work and a `SeqCst` fence (or a push to the
-    /// global queue, whose lock pairs instead; `wake::wakep_global`): is a spinning M
+    /// global queue, whose lock pairs instead; `mpark::wakep_global`): is a spinning M
     /// wanted? Claims the spinning slot (`nmspinning` 0 -> 1) if so; the caller must
     /// then start an M on an idle P or give the slot back, both through
     /// [`Locked::pidle_get_for_claim`].

@@ -6,31 +6,26 @@
 //! this M's time slice.
 //!
 //! # Why
-//! A busy server M runs until the kernel preempts it: a whole time slice
-//! (1–3 ms on two CPUs). Meanwhile a client thread on the same core waits with
-//! the responses piling up in its sockets, and every one of those requests
-//! takes that wait into its latency. Measured on the HTTP echo server under wrk
-//! on the same two cores (512 connections, medians of 3 interleaved runs):
-//! p99 5.4 ms without the handover, 3.8–4.0 ms with it, at the same requests
-//! per second (docs/DESIGN.md, "Handing the core over").
+//! A busy server M runs until the kernel preempts it: a whole OS time slice.
+//! Meanwhile a client thread on the same core waits with the responses piling
+//! up in its sockets, and every one of those requests takes that wait into its
+//! latency. Handing the core over once cuts that tail at the same throughput
+//! (docs/decisions/0013-handing-the-core-over.md).
 //!
 //! # When a handover pays, and when it does not
 //! A yield lasts as long as the thread that gets the core keeps it, and the
 //! runtime cannot tell what that thread is. It reads the yield's length:
 //! - under [`NOBODY_NS`]: no other thread wanted the core; the yield cost a
 //!   system call and nothing else. Neutral.
-//! - under [`SLICE_NS`]: the thread that got the core needed it only briefly
-//!   (wrk at 64 connections: 100–300 µs); it was not starved, and each such
-//!   yield costs two context switches and makes the client work in smaller
-//!   batches (5 % fewer requests per second at 64 connections when every one
-//!   was taken). It counts against the handover.
-//! - [`SLICE_NS`] to [`HOG_NS`]: the thread had a slice's worth of work queued
-//!   behind this M (wrk at 512 connections: mostly 1.5–3 ms). That is what the
-//!   handover is for; it counts for it.
+//! - under [`SLICE_YIELD_NS`]: the thread that got the core needed it only
+//!   briefly; it was not starved, and each such yield costs two context
+//!   switches and makes the client work in smaller batches. It counts against
+//!   the handover.
+//! - [`SLICE_YIELD_NS`] to [`HOG_NS`]: the thread had a slice's worth of work
+//!   queued behind this M. That is what the handover is for; it counts for it.
 //! - [`HOG_NS`] or more: a thread that uses every slice it is given, a CPU-bound
-//!   neighbour. Each such yield gives it a slice of this M's share of the core
-//!   (beside two busy-loop processes, taking every one cost the server a third
-//!   of its requests per second). The handover pauses for [`PAUSE_NS`].
+//!   neighbour. Each such yield gives it a slice of this M's share of the
+//!   core. The handover pauses for [`PAUSE_NS`].
 //!
 //! A score counts slice-long yields up and brief ones down; at
 //! [`SCORE_FLOOR`] the handover pauses for [`PAUSE_NS`] and the score starts
@@ -66,13 +61,12 @@ use crate::runtime::sys::sync_prims::spin_yield;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// Time on the CPU (since the M last slept or yielded) after which it hands
-/// the core over at its next dry queue. 1 ms gave the same latencies with
-/// twice the yields.
+/// the core over at its next dry queue (decision 0013).
 const RUN_NS: u64 = 2_000_000;
 /// A yield shorter than this found no other thread wanting the core.
 const NOBODY_NS: u64 = 50_000;
 /// A yield this long handed the core to a thread with a slice of work queued.
-const SLICE_NS: u64 = 1_000_000;
+const SLICE_YIELD_NS: u64 = 1_000_000;
 /// A yield this long handed the core to a thread that takes every slice.
 const HOG_NS: u64 = 4_000_000;
 /// How long the handover pauses after a hog, or after too many brief yields.
@@ -151,7 +145,7 @@ impl Handover {
         let score = self.score.load(Ordering::Relaxed);
         if took >= HOG_NS {
             self.pause(back);
-        } else if took >= SLICE_NS {
+        } else if took >= SLICE_YIELD_NS {
             self.score.store((score + 1).min(SCORE_CEILING), Ordering::Relaxed);
         } else if took >= NOBODY_NS {
             if score - 1 <= SCORE_FLOOR {
@@ -245,12 +239,12 @@ mod tests {
         let h = on_cpu_at_1ms();
         let mut t = 10_000_000;
         for _ in 0..2 {
-            h.yielded(t, t + SLICE_NS);
-            t += RUN_NS + SLICE_NS;
+            h.yielded(t, t + SLICE_YIELD_NS);
+            t += RUN_NS + SLICE_YIELD_NS;
         }
         let mut brief = |h: &Handover| {
-            h.yielded(t, t + SLICE_NS - 1);
-            t += RUN_NS + SLICE_NS;
+            h.yielded(t, t + SLICE_YIELD_NS - 1);
+            t += RUN_NS + SLICE_YIELD_NS;
             t
         };
         for _ in 0..(-SCORE_FLOOR - 1 + 2) {
@@ -277,8 +271,8 @@ mod tests {
         let h = on_cpu_at_1ms();
         let mut t = 10_000_000;
         for _ in 0..(SCORE_CEILING + 20) {
-            h.yielded(t, t + SLICE_NS);
-            t += RUN_NS + SLICE_NS;
+            h.yielded(t, t + SLICE_YIELD_NS);
+            t += RUN_NS + SLICE_YIELD_NS;
         }
         for _ in 0..(SCORE_CEILING - SCORE_FLOOR - 1) {
             h.yielded(t, t + NOBODY_NS);

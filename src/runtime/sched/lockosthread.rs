@@ -4,8 +4,8 @@
 //!
 //! While wired, the G runs only on its M and the M runs no other G. When the G
 //! parks or yields, its M hands its P to another M and sleeps
-//! (`wake::stop_locked_m`); whichever scheduler later dequeues the G hands its own
-//! P to the wired M and looks for work elsewhere (`wake::start_locked_m`). If the
+//! (`mpark::stop_locked_m`); whichever scheduler later dequeues the G hands its own
+//! P to the wired M and looks for work elsewhere (`mpark::start_locked_m`). If the
 //! G exits still wired, its M's thread exits too, as in Go: the G may have left
 //! the thread in a state no other G should inherit.
 //!

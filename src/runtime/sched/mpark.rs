@@ -9,8 +9,8 @@
 //!    queue) calls [`wakep`] afterwards. It wakes an M only if there is an idle P
 //!    and no spinning M; the woken M starts spinning. Two exceptions: an M in its
 //!    search that readies a single G from the poller or a timer onto its own
-//!    empty queue takes that G next itself (`park::ready_batch`,
-//!    `park::ready_sleepers`), so it wakes nobody; and a timer armed by a G's
+//!    empty queue takes that G next itself (`ready::ready_batch`,
+//!    `ready::ready_sleepers`), so it wakes nobody; and a timer armed by a G's
 //!    park leaves the wake-up to its M's search (`timers::add_timer_parked`).
 //! 2. A spinning M that finds work stops spinning and, if it was the last spinner,
 //!    calls [`wakep`] again ([`reset_spinning`]): work tends to come in bursts and
@@ -26,9 +26,8 @@
 //!
 //! [`GlobalRunq::has_work`]: crate::runtime::queue::globrunq::GlobalRunq::has_work
 //!
-//! Rejected alternative: waking an M for every new G (one futex syscall per spawn,
-//! and a thundering herd); Go measured the spinning scheme better and so did we
-//! (docs/DESIGN.md).
+//! Not an M woken for every new G: that is a futex syscall per spawn and a
+//! thundering herd (docs/decisions/0011-wake-on-every-ready.md).
 
 use super::m::{spawn_thread, M};
 use super::state::sched;

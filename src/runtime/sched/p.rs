@@ -150,7 +150,7 @@ pub(crate) struct P {
     pub(crate) runq: RunQueue<crate::runtime::task::g::G>,
     pub(crate) timers: Timers,
     pub(crate) counters: Counters,
-    /// The current time slice has lasted [`SLICE_NS`](super::schedule::SLICE_NS):
+    /// The current time slice has lasted [`TIME_SLICE_NS`](super::schedule::TIME_SLICE_NS):
     /// set by sysmon when `schedtick` has not moved for that long while the P ran,
     /// read by the holder when it takes a G from `runnext` (which would inherit
     /// the slice: `schedule::local_pop` ends it instead), and cleared by the

@@ -7,23 +7,20 @@
 //! an M that sleeps as soon as its queue runs dry pays a wake-up for the next
 //! request: a futex or epoll wake, often an IPI, on a virtual machine an exit to
 //! the hypervisor. Its core idles in between, although the next request is
-//! microseconds away. Measured on the HTTP echo server under wrk on the same two
-//! cores: 1.5–3 % of the machine idle at saturation (may: 0.6–1.5 %). An M that
-//! yields instead hands its core to whatever thread is runnable there (the
-//! client) and picks the next request up on its next turn: idle fell to
-//! 0.2–0.5 %, and with it the tail latency (docs/DESIGN.md, "Poll-spinning").
+//! microseconds away. An M that yields instead hands its core to whatever
+//! thread is runnable there (the client) and picks the next request up on its
+//! next turn: less idle time, and a shorter tail latency
+//! (docs/decisions/0012-poll-spinning.md).
 //!
 //! # What a yield costs
-//! A yield lasts as long as the thread it hands the core to keeps it. Measured
-//! under wrk: at 64 connections almost every yield came back within 100–250 µs
-//! (wrk answered what it had and blocked); at 512, most lasted 1–4 ms (wrk ran
-//! its whole time slice), and the M came back to a full batch of requests
-//! (32 or more after nine in ten of them), which is what made the spin pay
-//! there. Beside a thread that computes and never blocks, every yield lasts a
-//! whole slice (about 4 ms): meanwhile this M's P runs no timers, and nobody is
-//! blocked in the poller to notice the network. A request that arrives then
-//! waits out the slice, where an M asleep in the poller would have been woken
-//! for it at once. So the spin must not bet a timer on a yield, and must stop
+//! A yield lasts as long as the thread it hands the core to keeps it: briefly
+//! if that thread answers what it has and blocks; a whole OS time slice if it
+//! has a slice's work queued, and then the M comes back to a full batch of
+//! requests, which is what makes the spin pay. Beside a thread that computes
+//! and never blocks, every yield lasts a whole slice: meanwhile this M's P runs
+//! no timers, and nobody is blocked in the poller to notice the network. A
+//! request that arrives then waits out the slice, where an M asleep in the
+//! poller would have been woken for it at once. So the spin must not bet a timer on a yield, and must stop
 //! once a long yield has made a few Gs wait.
 //!
 //! # The rules
@@ -64,13 +61,12 @@ pub(crate) const BUDGET_NS: u64 = 20_000;
 /// A budget below this is spent: no spin.
 const MIN_SPIN_NS: u64 = 1_000;
 /// A yield this long handed the core over for a time slice, not for a reply
-/// (measured: 100–250 µs under wrk at 64 connections, 1–4 ms at 512 and
-/// beside a CPU hog).
+/// (decision 0012).
 const LONG_YIELD_NS: u64 = 1_000_000;
 /// After a long yield, the Gs a search must find for the yield to have paid.
 const BATCH: u32 = 8;
-/// No spin with a timer due sooner than this: longer than the longest yields
-/// measured (4 ms slices), so a timer is never left to a yield's mercy.
+/// No spin with a timer due sooner than this: longer than an OS time slice
+/// (the longest a yield lasts), so a timer is never left to a yield's mercy.
 pub(crate) const TIMER_GUARD_NS: u64 = 10_000_000;
 
 /// Whether `next_timer` is due within [`TIMER_GUARD_NS`] of `now`: then the M

@@ -162,11 +162,10 @@ pub(crate) fn ready_sleepers(gs: impl Iterator<Item = GRef>) {
 /// `runnext` (`next`) or ring tail, then calls one `wakep` for them all, unless
 /// they are a single G put on an empty queue: the caller takes that G next
 /// itself, and a woken helper would only spin and sleep again (if a global G
-/// goes first on its every-61st round, the search wakes one then). (Waking one
-/// for every request of a server with sparse traffic cost two thread wake-ups
-/// per request, and a G
-/// sleeping alone 2.6 M sleeps per timer; see docs/DESIGN.md, "One M per
-/// request when traffic is sparse" and "One M per timer".) While that G runs,
+/// goes first on its every-61st round, the search wakes one then): no thread
+/// wake-up per request of a server with sparse traffic, nor per timer of a G
+/// sleeping alone (docs/decisions/0014-one-m-per-request.md,
+/// docs/decisions/0015-one-m-per-timer.md). While that G runs,
 /// sysmon's 1 ms network poll covers the network, and `schedule::watch_timers`
 /// the timers. Without a P (sysmon's poll) the Gs go to the global queue, and
 /// an M is always woken.

@@ -32,7 +32,7 @@
 //!
 //! The slice rule: a G taken from `runnext` inherits the current time slice (no
 //! schedtick bump). So that a pair of Gs readying each other through `runnext`
-//! cannot monopolise the P, a slice that has lasted [`SLICE_NS`] ends: sysmon,
+//! cannot monopolise the P, a slice that has lasted [`TIME_SLICE_NS`] ends: sysmon,
 //! which watches each P's schedtick as Go's does, flags the P (`P::slice_over`),
 //! and the next G taken from `runnext` goes to the global queue instead, as a G
 //! preempted by Go's sysmon does.
@@ -60,10 +60,12 @@ const GLOBAL_CHECK_PERIOD: u64 = 61;
 /// Scheduling rounds between two looks around by a busy P (a non-blocking network
 /// poll, and stalled Ps' queues).
 const LOOK_PERIOD: u32 = 61;
-/// A time slice (Go's `forcePreemptNS`).
-pub(crate) const SLICE_NS: u64 = 10_000_000;
+/// A time slice (Go's `forcePreemptNS`): a `runnext` chain that has run this
+/// long gives the P up (module docs; docs/decisions/0009-time-slice.md).
+pub(crate) const TIME_SLICE_NS: u64 = 10_000_000;
 /// How long a thief sleeps before taking a running P's `runnext` (Go's
-/// `usleep(3)`; with the kernel's timer slack, 70–80 µs).
+/// `usleep(3)`; the kernel's timer slack lengthens it,
+/// docs/decisions/0007-runnext-steal-pause.md).
 const RUNNEXT_STEAL_PAUSE: Duration = Duration::from_micros(3);
 /// Steal rounds over all Ps (Go's `stealTries`).
 const STEAL_TRIES: usize = 4;
@@ -114,8 +116,8 @@ pub(crate) fn run(m: &'static M) {
 /// For our P's timers (a parked G's), `wake_netpoller` as Go calls it when the
 /// timer is armed: the poller is broken out of a later deadline, or a spinner
 /// is woken, which runs what is due or sleeps in the poller until it. Under
-/// load that spinner is also what puts an idle P to work on the timers: left
-/// to sysmon, the 100,000-G `sleepers` run took 10% more CPU and wall time.
+/// load that spinner is also what puts an idle P to work on the timers, which
+/// sysmon's pace would leave late (docs/decisions/0015-one-m-per-timer.md).
 /// For every P's (the poller's), only a timer due within sysmon's longest pace
 /// gets an M now; a later one is left to sysmon, which looks within that pace
 /// and then sleeps no later than the timer (`sysmon::timers_if_unwatched`).
@@ -407,9 +409,8 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             // while nobody polls wakes a spinner, `wake_netpoller`), so it sleeps
             // until the earliest. A non-spinning M sleeps until its own P's only:
             // a running P's timers are its owner's to run, and an M that slept
-            // until one of them woke to a timer it could not run, and polled
-            // again and again until the owner did (twice the M wake-ups of a
-            // timer-only workload; `tests/timer_wakeups.rs`).
+            // until one of them would wake to a timer it cannot run, and poll
+            // again and again until the owner did (`tests/timer_wakeups.rs`).
             poll_until = poll_until.min(earliest_timer(s));
         } else {
             // Our own P's, read again after the fence: `poll_until` came from
@@ -451,8 +452,8 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
                 // the G of a timer that woke us, or Gs the poll readied onto our
                 // P, that M would only spin and sleep again, since we run them
                 // ourselves and `ready_batch`/`ready_sleepers` already woke one if
-                // there is work for two. (A G sleeping in a loop alone cost 2.6 M
-                // sleeps per timer; `tests/timer_wakeups.rs`.) But we were
+                // there is work for two (`tests/timer_wakeups.rs` counts the M
+                // sleeps per timer). But we were
                 // watching the timers from the poller: if we run a G, someone
                 // must take that over (`watch_timers`). Finding nothing, the
                 // search spins if it may, and idling watches them again.
@@ -615,13 +616,10 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
             // it first: sleep, as Go does (usleep(3)). The M stays spinning while
             // it sleeps, so the owner's next `wakep` sees a spinner and wakes
             // nobody, and the sleeper's looks at the victim's queue do not pull
-            // its cache line away from the owner meanwhile. A pair of Gs
-            // ping-ponging on one P otherwise paid a futex wake and a line
-            // bounce every few round trips (procs=2 ping-pong 290 -> 150 ns;
-            // spawn+join, buffered and contended-mutex benchmarks gained too).
-            // Busy-waiting 150 spin hints, timing the wait with the clock (15% of
-            // a spawn storm's cycles in `clock_gettime`) and yielding the thread
-            // (Ms parked more: spawn+join +16%) were tried before.
+            // its cache line away from the owner meanwhile: a pair of Gs
+            // ping-ponging on one P does not pay a futex wake and a line
+            // bounce every few round trips. A sleep, not a busy wait, a timed
+            // wait or a thread yield (docs/decisions/0007-runnext-steal-pause.md).
             //
             // Then steal only if the owner ran nothing meanwhile. Two Gs readying
             // each other alternate in `runnext` (A, B, A, ...), so after the pause

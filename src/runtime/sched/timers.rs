@@ -22,7 +22,7 @@
 //! last compaction: amortised O(1) per insert, and at most about half the
 //! entries are dead.
 //!
-//! Heap, not wheel: the reasoning is in docs/DESIGN.md ("Timers").
+//! Heap, not wheel: docs/decisions/0019-timer-heaps.md.
 
 use super::ownership::with_p;
 use super::p::Unwatched;
@@ -120,9 +120,8 @@ pub(crate) fn add_timer(when: u64, action: Action) {
 /// itself: it blocks in the poller until its P's earliest (every P's if it
 /// spun), or breaks the M in the poller out of a later deadline. So the wake-up
 /// is left to the search: the P is marked, and if the search goes on to run a
-/// G instead, `schedule::watch_timers` makes sure an M watches them then. With
-/// the poller M's own hand-over (same place), a G sleeping in a loop alone went
-/// from 2.6 to 1.0 M sleeps per timer (`tests/timer_wakeups.rs`). An M wired to
+/// G instead, `schedule::watch_timers` makes sure an M watches them then
+/// (docs/decisions/0015-one-m-per-timer.md; `tests/timer_wakeups.rs`). An M wired to
 /// a G (`lock_os_thread`) does not search, and an M whose P was retaken holds
 /// none: those wake an M at once.
 pub(crate) fn add_timer_parked(when: u64, action: Action) {

@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Token of the eventfd in the epoll set.
 const WAKE_TOKEN: u64 = u64::MAX;
 /// Events one poll takes at most
-/// ([decision 0027](../../../docs/decisions/0027-netpoll-shared-poller.md)).
+/// (docs/decisions/0027-netpoll-shared-poller.md).
 pub(crate) const EVENTS_PER_POLL: usize = 32;
 
 /// Room for the events of one poll.

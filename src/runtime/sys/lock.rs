@@ -25,8 +25,8 @@ const CONTENDED: u32 = 2;
 /// Looks at the lock this many times before going to sleep on the futex (none
 /// under loom, where each look would multiply the interleavings to explore).
 const SPINS: u32 = if cfg!(loom) { 0 } else { 10 };
-/// Spin hints between two looks: about 3 µs on this machine (a `pause` is 23 ns
-/// on its AMD Zen 5 cores; Intel's are 10–40 ns). See `lock_contended`.
+/// Spin hints between two looks: a few microseconds (a `pause` takes 10 to
+/// 40 ns, by CPU). See `lock_contended`.
 const STEP: u32 = 128;
 
 /// A raw futex mutex. See the module docs.
@@ -71,12 +71,9 @@ impl RawMutex {
         // changes cores on every hand-over costs a line transfer per critical
         // section, many times the section itself. Looking seldom lets the
         // holder's core run a streak of sections (its Gs' next channel
-        // operations) before the line moves. On 4 producers and 4 consumers on
-        // one channel at GOMAXPROCS=2, exponential backoff from one hint up to 64
-        // gave 14–16M msgs/s; even steps of 128 hints gave 40M, the GOMAXPROCS=1
-        // rate (43M). Short first looks were the cost: backoff from one hint up
-        // to 256 gave 16M too; steps of 64 gave 36M. 10 looks spin about 30 µs
-        // here before sleeping.
+        // operations) before the line moves. Even steps, not an exponential
+        // backoff: short first looks are what costs
+        // (docs/decisions/0028-runtime-lock-spin.md).
         for _ in 0..SPINS {
             for _ in 0..STEP {
                 std::hint::spin_loop();

@@ -3,8 +3,8 @@
 //!
 //! Against std's binary heap: half the depth (a 100,000-timer heap is 9 levels,
 //! not 17), and the four children of a node sit next to each other, so a sift
-//! touches fewer cache lines. With 100,000 sleeping goroutines the timer heap is
-//! the scheduler's largest working set (docs/DESIGN.md, "Timers").
+//! touches fewer cache lines. With many sleeping goroutines the timer heap is
+//! the scheduler's largest working set (docs/decisions/0019-timer-heaps.md).
 
 /// `(deadline, insertion sequence)`: earlier first, FIFO among equal deadlines.
 pub(crate) type Key = (u64, u64);

@@ -48,7 +48,7 @@ pub(crate) fn nap(_d: std::time::Duration) {
 
 /// Sleeps at least `d`: off the CPU, so another thread (the one being waited
 /// for, or any other) gets it. The kernel adds the thread's timer slack (50 µs
-/// by default), so a few microseconds become 70–80 µs on this machine.
+/// by default, docs/decisions/0020-timer-slack.md) to a short sleep.
 #[cfg(not(loom))]
 pub(crate) fn nap(d: std::time::Duration) {
     std::thread::sleep(d);

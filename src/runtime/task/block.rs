@@ -14,10 +14,9 @@
 //!
 //! # The state word
 //! One `AtomicUsize` holds the reference count (2 bits), a lock bit guarding the
-//! join slot (result and waiter), and the `FINISHED` / `DETACHED` flags. Keeping
-//! it to one word keeps a trivial task's block at 48 bytes: a million unjoined
-//! tasks touch half the pages a `Mutex`-based slot did (the figures are in
-//! docs/DESIGN.md, "Spawn cost").
+//! join slot (result and waiter), and the `FINISHED` / `DETACHED` flags. One word
+//! keeps a trivial task's block at 48 bytes, so unjoined tasks touch few pages
+//! (docs/decisions/0005-spawn-cost.md).
 //!
 //! Orderings: the reference count is decremented with `AcqRel`, so everything
 //! either holder did with the block happens-before the free. The lock is taken with

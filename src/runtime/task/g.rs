@@ -2,7 +2,7 @@
 //!
 //! # Memory
 //! A G is a header, pooled and reused (`gfree.rs`, Go's gFree lists). What a spawn
-//! allocates is the task block it runs (`task.rs`): the closure and the join slot.
+//! allocates is the task block it runs (`block.rs`): the closure and the join slot.
 //! Between spawn and exit the header points at its task; at exit it drops the
 //! scheduler's reference to the task ([`G::finish`]) and goes back to a free list.
 //!

@@ -12,7 +12,7 @@
 //!
 //! Stacks are not released at exit: each `madvise(MADV_DONTNEED)` flushes the
 //! TLB on every core running the process, so only stacks idle for a whole
-//! period pay it, once ([decision 0023](../../../docs/decisions/0023-stack-scavenger.md)).
+//! period pay it, once (docs/decisions/0023-stack-scavenger.md).
 //!
 //! Thread: the [`Scavenger`] is sysmon's own.
 

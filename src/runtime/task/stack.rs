@@ -16,7 +16,7 @@
 //! Slabs are never unmapped: like Go's stack spans their stacks are recycled
 //! through the free lists (`stack_pool.rs`), touched pages and all; the
 //! scavenger (`scavenge.rs`) releases the pages of stacks left unused
-//! ([decision 0022](../../../docs/decisions/0022-stacks.md)).
+//! (docs/decisions/0022-stacks.md).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};

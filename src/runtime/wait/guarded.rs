@@ -5,7 +5,7 @@
 //! [`Guarded`], takes the lock for a few instructions to decide, and when it must
 //! wait, queues a sudog and parks with the lock guard as the park's "unlock" step
 //! ([`wait_in`]). The waker pops the sudog under the same lock, records a grant
-//! (`success`), and wakes it. See `runtime/park.rs` and `runtime/waitq.rs`.
+//! (`success`), and wakes it. See `park.rs` and `waitq.rs`.
 
 use crate::runtime::sched::ready::Waiter;
 use crate::runtime::sys::lock::{RawGuard, RawMutex};
