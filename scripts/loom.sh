@@ -3,7 +3,7 @@
 # the run queue ring and runnext, the worker parking protocol and retake handshake
 # (src/runtime/loom_models.rs), channels and select! (src/chan/loom_models.rs),
 # WaitGroup, Mutex, Once (src/sync/loom_models.rs), and poll descriptors
-# (src/netpoll/loom_models.rs). scripts/loom_mutants.py checks they catch bugs.
+# (src/runtime/netpoll/loom_models.rs). scripts/loom_mutants.py checks they catch bugs.
 # Usage: scripts/loom.sh [test-name-filter]   (LOOM_MAX_PREEMPTIONS defaults to 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -14,20 +14,20 @@ import sys
 # (what the bug is, file, original text, mutated text, model filter)
 MUTANTS = [
     ("chan close skips waking", "src/chan/channel.rs", "        for w in wake {\n            w.wake();\n        }", "        for w in wake {\n            drop(w);\n        }", "loom_chan_close"),
-    ("rawmutex unlock skips futex wake", "src/runtime/lock.rs", "            futex::wake_one(&self.state);", "            // no wake", "loom_raw"),
-    ("rawmutex unlock relaxed", "src/runtime/lock.rs", "self.state.swap(UNLOCKED, Ordering::Release)", "self.state.swap(UNLOCKED, Ordering::Relaxed)", "loom_raw"),
-    ("netpoll wait skips gen recheck", "src/netpoll/desc.rs", "        if self.gen(dir) != seen {\n            return Ok(());\n        }", "", "loom_netpoll_readiness"),
-    ("netpoll notify skips wake", "src/netpoll/desc.rs", "        pop_all_into(&mut w.queues[dir as usize], true, woken);", "        let _ = (&mut w, &woken);", "loom_netpoll_readiness"),
-    ("netpoll deadline wakes without claiming", "src/runtime/waitq.rs", "            if claim.try_claim(case) {\n                s.success.set(false);", "            if true {\n                s.success.set(false);", "loom_netpoll_deadline"),
-    ("netpoll deadline timer never re-arms", "src/netpoll/desc.rs", "        if let Some(when) = next {\n            self.arm(when, tag);\n        }", "        let _ = next;", "loom_netpoll_deadline"),
-    ("netpoll expiry leaves armed stale", "src/netpoll/desc.rs", "        self.armed[i].store(next.unwrap_or(0), Ordering::Relaxed);\n", "", "loom_netpoll_deadline"),
-    ("netpoll shut skips wake", "src/netpoll/desc.rs", "        woken.into_iter().for_each(Waiter::wake);\n    }", "        drop(woken);\n    }", "loom_netpoll_close"),
+    ("rawmutex unlock skips futex wake", "src/runtime/sys/lock.rs", "            futex::wake_one(&self.state);", "            // no wake", "loom_raw"),
+    ("rawmutex unlock relaxed", "src/runtime/sys/lock.rs", "self.state.swap(UNLOCKED, Ordering::Release)", "self.state.swap(UNLOCKED, Ordering::Relaxed)", "loom_raw"),
+    ("netpoll wait skips gen recheck", "src/runtime/netpoll/desc.rs", "        if self.gen(dir) != seen {\n            return Ok(());\n        }", "", "loom_netpoll_readiness"),
+    ("netpoll notify skips wake", "src/runtime/netpoll/desc.rs", "        pop_all_into(&mut w.queues[dir as usize], true, woken);", "        let _ = (&mut w, &woken);", "loom_netpoll_readiness"),
+    ("netpoll deadline wakes without claiming", "src/runtime/wait/waitq.rs", "            if claim.try_claim(case) {\n                s.success.set(false);", "            if true {\n                s.success.set(false);", "loom_netpoll_deadline"),
+    ("netpoll deadline timer never re-arms", "src/runtime/netpoll/desc.rs", "        if let Some(when) = next {\n            self.arm(when, tag);\n        }", "        let _ = next;", "loom_netpoll_deadline"),
+    ("netpoll expiry leaves armed stale", "src/runtime/netpoll/desc.rs", "        self.armed[i].store(next.unwrap_or(0), Ordering::Relaxed);\n", "", "loom_netpoll_deadline"),
+    ("netpoll shut skips wake", "src/runtime/netpoll/desc.rs", "        woken.into_iter().for_each(Waiter::wake);\n    }", "        drop(woken);\n    }", "loom_netpoll_close"),
     ("mutex slow path skips recheck", "src/sync/mutex.rs", "            self.state.fetch_or(WAITERS, Ordering::Relaxed);\n            // Re-check with WAITERS set: an unlock that came before will not look\n            // at the queue, so we must not sleep through it.\n            if self.try_acquire() {\n                return;\n            }", "            self.state.fetch_or(WAITERS, Ordering::Relaxed);", "loom_mutex"),
     ("mutex unlock relaxed", "src/sync/mutex.rs", ".compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)", ".compare_exchange(LOCKED, 0, Ordering::Relaxed, Ordering::Relaxed)", "loom_mutex"),
     ("waitgroup done never wakes", "src/sync/waitgroup.rs", "            all.into_iter().for_each(|w| w.wake());", "            drop(all);", "loom_waitgroup"),
     ("select leaves losers queued", "src/chan/select.rs", "            unsafe { c.unregister() };", "            let _ = c;", "loom_select_takes"),
     ("once: done stored before running", "src/sync/once.rs", "        st.running = true;\n        drop(st);", "        st.running = true;\n        self.done.store(true, Ordering::Release);\n        drop(st);", "loom_once"),
-    ("note wake skips futex", "src/runtime/note.rs", "            futex::wake_one(&self.state);", "            // none", "loom_global"),
+    ("note wake skips futex", "src/runtime/sys/note.rs", "            futex::wake_one(&self.state);", "            // none", "loom_global"),
 ]
 
 

@@ -11,7 +11,7 @@
  *    still parked at exit holds only on its own stack (a socket's poll
  *    descriptor, the G of a `sleep(Duration::MAX)`) would be reported as a
  *    leak. goro maps stacks as anonymous MAP_NORESERVE read-write slabs
- *    (src/runtime/stack.rs), and nothing else in these processes maps memory
+ *    (src/runtime/task/stack.rs), and nothing else in these processes maps memory
  *    that way (liblsan replaces glibc's malloc). This file records such
  *    mappings. At exit, before liblsan's check, it copies the non-zero words of
  *    their resident pages (pages never touched hold no pointers) into one
