@@ -325,7 +325,7 @@ impl<T> JoinHandle<T> {
         self.task.finished()
     }
 
-    /// The goroutine's id, the same [`current`] returns inside it.
+    /// The goroutine's id, the same [`current`](fn@crate::current) returns inside it.
     ///
     /// ```
     /// let h = goro::go!(|| goro::current());

@@ -24,7 +24,7 @@
 //! `GODEBUG=deadlock=0` turns the check off.
 //!
 //! # Who triggers the check
-//! [`poke`] runs when the last P goes idle and when a plain thread starts an
+//! [`poke`](crate::runtime::sched::observers::poke) runs when the last P goes idle and when a plain thread starts an
 //! untimed goro wait: the two events after which the conditions can first hold.
 //! It reads a few counters (untimed plain-thread waits, idle Ps, network
 //! waiters, every P's timer count) and, only if they allow a deadlock, wakes the

@@ -8,7 +8,7 @@
 use crate::runtime::sched::state::Sched;
 use std::sync::atomic::Ordering::Relaxed;
 
-/// A snapshot of the runtime's counters, returned by [`stats`](super::stats()).
+/// A snapshot of the runtime's counters, returned by [`stats`](fn@crate::runtime::stats).
 ///
 /// All counters increase monotonically from start-up, except those marked as
 /// gauges. The figures are sums over the Ps, read one after another without

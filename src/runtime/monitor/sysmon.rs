@@ -48,7 +48,7 @@
 //! that up to 10 ms (Go's pacing); any intervention resets it, and a G entering a
 //! blocking call wakes it from a long sleep so the hand-off is not 10 ms late.
 //! When every P is idle there is nothing to watch: it sleeps until an M takes a P
-//! ([`SysmonLink::p_acquired`]), waking only to retire idle Ms, for a timer
+//! ([`SysmonLink::p_acquired`](crate::runtime::sched::observers::SysmonLink::p_acquired)), waking only to retire idle Ms, for a timer
 //! that no M watches (Go's "deep sleep", which also ends at the next timer),
 //! for the scavenger while free stacks may still hold pages, and once for the
 //! heap trim after Gs ran.
@@ -63,7 +63,7 @@
 //! reads `deep`. One of them sees the other.
 //!
 //! Thread: only the sysmon thread runs [`run`]; the rest of the runtime reaches
-//! it through [`SysmonLink::syscall_entered`].
+//! it through [`SysmonLink::syscall_entered`](crate::runtime::sched::observers::SysmonLink::syscall_entered).
 
 use super::heap_trim::HeapTrim;
 use crate::runtime::sched::mpark::{hand_off_p, wakep};

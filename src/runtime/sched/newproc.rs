@@ -257,7 +257,7 @@ fn queue_new(p: Option<&P>, g: GRef) {
     }
 }
 
-/// The G's result, shared by the G and its [`JoinHandle`]. Its fields are touched
+/// The G's result, shared by the G and its [`JoinHandle`](crate::JoinHandle). Its fields are touched
 /// only under the task's slot lock (`TaskRef::lock`).
 pub(crate) struct JoinSlot<T> {
     result: UnsafeCell<Option<std::thread::Result<T>>>,

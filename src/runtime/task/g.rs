@@ -47,7 +47,8 @@ use std::sync::Mutex;
 /// A goroutine's id, unique for the life of the process (Go's goid, the number in
 /// `goroutine 17 [running]`). Ids are never reused.
 ///
-/// Get one from [`JoinHandle::id`] or, inside the goroutine, from [`current`]. It
+/// Get one from [`JoinHandle::id`](crate::JoinHandle::id) or, inside the goroutine, from
+/// [`current`](fn@crate::current). It
 /// is `Copy`, hashable and ordered, so it can key a map; it prints as the bare
 /// number.
 ///
@@ -300,7 +301,7 @@ pub(crate) struct G {
     off_cpu: AtomicBool,
     /// When it last parked, on the coarse clock ([`coarse_now_ms`]).
     wait_since: AtomicU64,
-    /// Who made it, for dumps: see [`Creator`]. Written by `init`.
+    /// Who made it, for dumps: see [`CREATOR_THREAD_BIT`]. Written by `init`.
     creator: AtomicU64,
     /// Where it was spawned (`go!`'s call site). Written by `init`.
     created_at: Cell<&'static Location<'static>>,

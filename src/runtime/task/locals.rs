@@ -15,7 +15,8 @@
 //! map is touched only by that thread. Values therefore need `Send` (a G's
 //! values move with it between threads) and never `Sync`.
 //!
-//! [`current_map`] finds the map of the running context. It reads the thread's
+//! [`current_map`](crate::runtime::sched::m::current_map) (in `sched/m.rs`,
+//! which knows the current G) finds the map of the running context. It reads the thread's
 //! current G from a thread-local, so it is `#[inline(never)]` and nothing may keep
 //! its result across a park: the compiler may otherwise reuse a thread-local's
 //! address after the G moved to another thread. The pointer it returns is the
@@ -24,7 +25,7 @@
 //! # Lifetime
 //! Values are made lazily, on a context's first use of a key, and dropped when
 //! the G ends, on its own stack, before its result is published
-//! ([`destroy_running`]); for a thread, when the thread exits. Destruction drops
+//! ([`destroy`], from `sched/newproc.rs`); for a thread, when the thread exits. Destruction drops
 //! values in reverse order of creation; a destructor may park, may use keys not
 //! yet destroyed, and may make values of keys not yet used (they are dropped in
 //! turn). Touching a key already destroyed, or any key once destruction is over,
@@ -111,7 +112,7 @@ impl LocalMap {
 /// a value made by `init` (a `Box<T>` as raw pointer).
 ///
 /// # Safety
-/// `map` is the running context's map ([`current_map`]) and no reference into
+/// `map` is the running context's map (`current_map`) and no reference into
 /// its vectors is live; `drop` matches what `init` returns.
 #[cold]
 #[inline(never)]

@@ -196,7 +196,7 @@ impl StackPool {
     }
 
     /// Moves up to `n` free stacks of `size` into `out`, mapping a new slab if the
-    /// pool has none. `size` must come from [`round_size`].
+    /// pool has none. `size` must come from [`round_size`](super::stack::round_size).
     pub(crate) fn take(&self, size: usize, n: usize, out: &mut Vec<GStack>) -> io::Result<()> {
         let had = out.len();
         if let Some(free) = self.lock().get_mut(&size) {

@@ -3,7 +3,7 @@
 //!
 //! A thread registers for the length of one wait ([`register`], undone when the
 //! returned guard drops) and answers a dump's request for its frames while it
-//! waits ([`Entry::answer`]): the dump sets the request and unparks it; the
+//! waits ([`Registered::answer`]): the dump sets the request and unparks it; the
 //! thread captures its own stack, stores it and parks on. Waits are the slow path
 //! of a plain thread (a futex sleep), so a lock per registration costs nothing
 //! that matters.
