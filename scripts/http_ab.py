@@ -10,8 +10,10 @@ For each (method, connections), `rounds` rounds; in each round every server
 runs once, the order rotating from round to round. One run: a fresh server
 (`--addr 127.0.0.1:0 --procs P`, GOMAXPROCS=P), `warmup` seconds of unmeasured
 wrk load, then `wrk -t2 -c<conns> -d<secs> --latency` (POST: 64-byte bodies,
-benches/compare/wrk/post.lua), parsed by scripts/wrk_parse.py. Prints each run,
-then per server the median req/s and p99 with their range, and the change of
+benches/compare/wrk/post.lua), parsed by scripts/wrk_parse.py, and the
+server's CPU time (utime + stime of /proc/PID/stat) over the measured run
+divided by wrk's request count. Prints each run, then per server the medians
+of req/s, p99 and server CPU per request with their ranges, and the change of
 the medians against the first server. Needs wrk (`apt-get install -y wrk`).
 """
 
@@ -55,14 +57,25 @@ def wrk(url, method, conns, secs, latency):
     return subprocess.run(cmd + [url], capture_output=True, text=True, env=env, timeout=secs + 60).stdout
 
 
+def cpu_s(pid):
+    """utime + stime of `pid`, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def one_run(path, env, procs, method, conns, secs, warmup):
     server, addr = start(path, env, procs)
     try:
         url = f"http://{addr}/"
         if warmup > 0:
             wrk(url, method, conns, warmup, False)
-        rps, _p50, p99, warn = parse(wrk(url, method, conns, secs, True))
-        return rps, p99, warn
+        cpu0 = cpu_s(server.pid)
+        out = wrk(url, method, conns, secs, True)
+        cpu = cpu_s(server.pid) - cpu0
+        rps, _p50, p99, warn = parse(out)
+        requests = int(re.search(r"^\s*(\d+) requests in ", out, re.M).group(1))
+        return rps, p99, cpu / requests * 1e6, warn
     finally:
         server.kill()
         server.wait()
@@ -92,28 +105,25 @@ def main():
             for r in range(a.rounds):
                 for i in range(len(servers)):
                     label, path = servers[(i + r) % len(servers)]
-                    rps, p99, warn = one_run(path, envs[label], a.procs, method, conns, a.secs, a.warmup)
-                    results.setdefault((method, conns), {}).setdefault(label, []).append((rps, p99))
+                    rps, p99, cpu, warn = one_run(path, envs[label], a.procs, method, conns, a.secs, a.warmup)
+                    results.setdefault((method, conns), {}).setdefault(label, []).append((rps, p99, cpu))
                     print(
-                        f"{method} c={conns} round {r + 1}/{a.rounds} {label}: {rps:.0f} req/s, p99 {p99:.2f} ms"
-                        + (f" ({warn})" if warn else ""),
+                        f"{method} c={conns} round {r + 1}/{a.rounds} {label}: {rps:.0f} req/s, p99 {p99:.2f} ms, "
+                        f"server CPU {cpu:.2f} µs/req" + (f" ({warn})" if warn else ""),
                         flush=True,
                     )
     print(f"\nmedians of {a.rounds} interleaved runs ({a.secs} s each, GOMAXPROCS={a.procs}):")
-    print("| load | server | req/s (min–max) | p99 ms (min–max) | req/s | p99 |")
-    print("|---|---|---:|---:|---:|---:|")
+    print("| load | server | req/s (min–max) | p99 ms (min–max) | CPU µs/req (min–max) | Δ req/s | Δ p99 | Δ CPU |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for (method, conns), by in results.items():
         ref = None
         for label, _ in servers:
-            rps = [x[0] for x in by[label]]
-            p99 = [x[1] for x in by[label]]
-            med = (statistics.median(rps), statistics.median(p99))
+            cols = list(zip(*by[label]))
+            med = [statistics.median(c) for c in cols]
             ref = ref or med
-            print(
-                f"| {method.upper()} c={conns} | {label} | {med[0]:.0f} ({min(rps):.0f}–{max(rps):.0f}) "
-                f"| {med[1]:.2f} ({min(p99):.2f}–{max(p99):.2f}) "
-                f"| {100 * (med[0] / ref[0] - 1):+.1f}% | {100 * (med[1] / ref[1] - 1):+.1f}% |"
-            )
+            rng = [f"{statistics.median(c):.{d}f} ({min(c):.{d}f}–{max(c):.{d}f})" for c, d in zip(cols, (0, 2, 2))]
+            delta = [f"{100 * (m / r - 1):+.1f}%" for m, r in zip(med, ref)]
+            print(f"| {method.upper()} c={conns} | {label} | " + " | ".join(rng + delta) + " |")
     return 0
 
 
