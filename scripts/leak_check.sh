@@ -46,11 +46,17 @@ logs="$target/leak-check"
 liblsan="${LIBLSAN:-/usr/lib/x86_64-linux-gnu/liblsan.so.0}"
 per_binary_timeout=1200
 
-# Valgrind's binaries, and tests skipped there by name.
-valgrind_binaries=(leaks chan_semantics select spawn_join timers sync fault_injection net blocking)
+# Valgrind's runs: a test binary, then the filters that pick its tests (none:
+# all of them); and tests skipped there by name.
+valgrind_runs=(
+  "leaks"
+  "blocking"
+  "behaviour chan_semantics:: select:: spawn_join:: timers:: sync::"
+  "network net:: fault_injection::"
+)
 valgrind_skips=(
   # A million goroutines take minutes under valgrind; spawn/join is covered by
-  # the rest of spawn_join.rs and by leaks.rs.
+  # the rest of spawn_join and by leaks.
   a_million_goroutines_spawned_and_joined
 )
 
@@ -124,12 +130,16 @@ run_lsan() {
 }
 
 run_valgrind() {
-  local name rc skip lost errors records verdict
+  local run name rc skip lost errors records verdict
+  local words filters
   local skips=()
   for skip in "${valgrind_skips[@]}"; do
     skips+=(--skip "$skip")
   done
-  for name in "${valgrind_binaries[@]}"; do
+  for run in "${valgrind_runs[@]}"; do
+    read -r -a words <<<"$run"
+    name=${words[0]}
+    filters=("${words[@]:1}")
     [[ -n ${binary[$name]:-} ]] || {
       echo "leak_check: no test binary $name" >&2
       exit 2
@@ -138,7 +148,7 @@ run_valgrind() {
     timeout "$per_binary_timeout" valgrind --max-stackframe=131072 --leak-check=full \
       --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
       --log-file="$logs/valgrind.$name.%p.log" \
-      "${binary[$name]}" -q --test-threads=1 "${skips[@]}" >"$logs/valgrind.$name.out" 2>&1 || rc=$?
+      "${binary[$name]}" -q --test-threads=1 "${skips[@]}" "${filters[@]}" >"$logs/valgrind.$name.out" 2>&1 || rc=$?
     # Bytes definitely plus indirectly lost, and memcheck errors other than leak
     # records, over every process of the run.
     lost=$(cat "$logs/valgrind.$name".*.log |

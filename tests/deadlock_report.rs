@@ -62,7 +62,7 @@ fn main() {
         return;
     }
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let wanted = |n: &str| filter.as_deref().map_or(true, |f| n.contains(f));
+    let wanted = |n: &str| filter.as_deref().is_none_or(|f| n.contains(f));
     let mut failed = Vec::new();
     let mut passed = 0;
     for (name, _) in DEADLOCKS.iter().filter(|(n, _)| wanted(n)) {

@@ -72,7 +72,7 @@ fn yield_now_goes_behind_the_others() {
         }
         // Every 61st schedtick the global queue is served first (fairness): keep
         // this G's yield off that tick so the order below is the plain one.
-        while (schedtick() + 1) % 61 == 0 || schedtick() % 61 == 0 {
+        while (schedtick() + 1).is_multiple_of(61) || schedtick().is_multiple_of(61) {
             goro::yield_now();
         }
         goro::yield_now();

@@ -9,7 +9,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// Starts the runtime with `procs` Ps (each test binary is its own process, so
-/// every test in it sees the same runtime).
+/// every test in it sees the same runtime: a group binary's tests all use the
+/// same `procs`).
 pub fn init_procs(procs: usize) {
     let _ = goro::runtime::Config::new().procs(procs).init();
     assert_eq!(
@@ -55,8 +56,29 @@ pub fn is_child() -> bool {
     std::env::var_os(CHILD).is_some()
 }
 
-/// Runs test `name` of this same binary in a child process with `envs`.
+/// Runs test `name` of this same binary in a child process with `envs` (the
+/// form for a binary of one file, `tests/<name>.rs`).
 pub fn run_child(name: &str, envs: &[(&str, &str)]) -> Output {
+    run_child_named(name, envs)
+}
+
+/// Runs test `name` of module `module` (its `module_path!()`) of this same
+/// binary in a child process with `envs`: the form for a test in a group binary
+/// (`tests/<group>/main.rs`), whose tests are named `module::name`.
+pub fn run_child_in(module: &str, name: &str, envs: &[(&str, &str)]) -> Output {
+    run_child_named(&test_name(module, name), envs)
+}
+
+/// The name libtest knows test `name` of module `module` (its `module_path!()`)
+/// by: the module path without the crate, then `name`.
+pub fn test_name(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_crate, path)) => format!("{path}::{name}"),
+        None => name.to_string(),
+    }
+}
+
+fn run_child_named(name: &str, envs: &[(&str, &str)]) -> Output {
     let exe = std::env::current_exe().expect("test binary path");
     let mut cmd = Command::new(exe);
     cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
@@ -64,7 +86,14 @@ pub fn run_child(name: &str, envs: &[(&str, &str)]) -> Output {
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    cmd.output().expect("run child test process")
+    let out = cmd.output().expect("run child test process");
+    // A name that matches no test would run nothing and succeed.
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("running 1 test"),
+        "the child ran no test named {name}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
 }
 
 /// The path of example `name`'s binary. `cargo test` builds every example before

@@ -2,7 +2,7 @@
 //! has the seed's shape and its jobs overlap; `skynet` sums right and refuses a
 //! bad size.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! timeouts, a writer blocked by a peer that does not read, waking a parked G by
 //! shutting the socket down, UDP.
 
-mod common;
+use crate::{common, PROCS};
 
 use goro::go;
 use goro::net::{TcpListener, TcpStream, UdpSocket};
@@ -49,7 +49,7 @@ fn round_trips(s: &mut TcpStream, n: u32) {
 
 #[test]
 fn echo_between_goroutines_and_from_a_thread() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("echo", Duration::from_secs(60));
     let addr = echo_server();
     go!(move || round_trips(&mut TcpStream::connect(addr).unwrap(), 2000))
@@ -74,7 +74,7 @@ fn echo_between_goroutines_and_from_a_thread() {
 
 #[test]
 fn a_thousand_concurrent_connections() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("1000 conns", Duration::from_secs(120));
     let addr = echo_server();
     let done = Arc::new(AtomicUsize::new(0));
@@ -99,7 +99,7 @@ fn a_thousand_concurrent_connections() {
 /// before, during and after the reader's short reads.
 #[test]
 fn bytes_arriving_after_a_short_read_are_not_missed() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("short reads", Duration::from_secs(60));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
@@ -136,7 +136,7 @@ fn bytes_arriving_after_a_short_read_are_not_missed() {
 /// carries the hang-up already.
 #[test]
 fn end_of_stream_behind_the_data_of_a_short_read_is_seen() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("eof behind data", Duration::from_secs(60));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
@@ -172,7 +172,7 @@ fn handle_queued_events(l: &TcpListener) {
 /// comes: the poller's `EPOLLPRI` makes the direction sticky.
 #[test]
 fn data_behind_an_urgent_byte_is_not_missed() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("urgent byte", Duration::from_secs(30));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
@@ -197,7 +197,7 @@ fn data_behind_an_urgent_byte_is_not_missed() {
 /// next read gets the rest without waiting for an edge.
 #[test]
 fn a_vectored_read_over_too_many_buffers_is_not_short() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("vectored read", Duration::from_secs(30));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
@@ -217,7 +217,7 @@ fn a_vectored_read_over_too_many_buffers_is_not_short() {
 /// (end of file), though the socket is marked drained: the shutdown is an edge.
 #[test]
 fn shutting_down_reads_after_a_short_read_gives_end_of_file() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("shutdown after short read", Duration::from_secs(30));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
@@ -237,7 +237,7 @@ fn shutting_down_reads_after_a_short_read_gives_end_of_file() {
 /// peer reads, and megabytes still arrive whole and in order.
 #[test]
 fn a_bulk_write_through_short_writes_arrives_whole() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("bulk write", Duration::from_secs(60));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
@@ -261,7 +261,7 @@ fn a_bulk_write_through_short_writes_arrives_whole() {
 
 #[test]
 fn read_timeout_fires_and_the_socket_stays_usable() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let addr = echo_server();
     go!(move || {
         let mut s = TcpStream::connect(addr).unwrap();
@@ -283,7 +283,7 @@ fn read_timeout_fires_and_the_socket_stays_usable() {
 
 #[test]
 fn a_writer_blocked_by_a_silent_peer_blocks_only_itself() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("blocked writer", Duration::from_secs(60));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
@@ -316,7 +316,7 @@ fn a_writer_blocked_by_a_silent_peer_blocks_only_itself() {
 
 #[test]
 fn shutting_down_wakes_a_parked_reader_and_acceptor() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("shutdown wakes", Duration::from_secs(60));
     let addr = echo_server();
     let s = Arc::new(TcpStream::connect(addr).unwrap());
@@ -339,7 +339,7 @@ fn shutting_down_wakes_a_parked_reader_and_acceptor() {
 
 #[test]
 fn peer_reset_and_half_close_surface_as_io_results() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let srv = go!(move || {
@@ -367,7 +367,7 @@ fn peer_reset_and_half_close_surface_as_io_results() {
 
 #[test]
 fn udp_round_trip() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let a = UdpSocket::bind("127.0.0.1:0").unwrap();
     let b = UdpSocket::bind("127.0.0.1:0").unwrap();
     let b_addr = b.local_addr().unwrap();
@@ -394,7 +394,7 @@ fn udp_round_trip() {
 
 #[test]
 fn std_sockets_convert() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let std_l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = std_l.local_addr().unwrap();
     let l = TcpListener::try_from(std_l).unwrap();
@@ -407,7 +407,7 @@ fn std_sockets_convert() {
 
 #[test]
 fn writing_to_a_closed_peer_is_an_error_not_a_panic() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let srv = go!(move || drop(l.accept().unwrap()));
@@ -428,7 +428,7 @@ fn writing_to_a_closed_peer_is_an_error_not_a_panic() {
 
 #[test]
 fn connect_timeout_gives_up_on_a_peer_that_never_answers() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("connect timeout", Duration::from_secs(60));
     // A listener with a zero backlog that never accepts: once its queue is
     // full, the kernel drops further SYNs and those handshakes hang.

@@ -2,7 +2,7 @@
 //! send and receive arms, a channel named twice, many channels under stress,
 //! timeouts, evaluation order, and control flow in arm bodies.
 
-mod common;
+use crate::common;
 
 use goro::chan::{self, RecvError, SendError};
 use goro::{go, select};

@@ -2,7 +2,7 @@
 //! threads, with yields and nested spawns, under a watchdog. A lost wake-up (work
 //! queued, a P idle, every M asleep) hangs and trips the watchdog.
 
-mod common;
+use crate::{common, serial, PROCS};
 
 use goro::go;
 use std::time::Duration;
@@ -27,7 +27,8 @@ fn burst(round: usize) -> usize {
 
 #[test]
 fn spawn_join_bursts_from_threads_and_gs_never_hang() {
-    common::init_procs(4);
+    let _s = serial();
+    common::init_procs(PROCS);
     let _w = common::watchdog("wakeup stress", Duration::from_secs(120));
     let expect = |round: usize| {
         let n = round % 64 + 1;

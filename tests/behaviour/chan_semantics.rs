@@ -2,10 +2,11 @@
 //! FIFO order across senders, non-blocking operations, close rules, zero-size
 //! values, many consumers, and traffic between goroutines and plain threads.
 
-mod common;
+use crate::{common, no_crowd, until_state};
 
 use goro::chan::{self, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
 use goro::go;
+use goro::runtime::{GoState, WaitReason};
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -112,6 +113,7 @@ fn close_rules() {
 
 #[test]
 fn close_wakes_blocked_receivers_and_senders() {
+    let _c = no_crowd();
     let (tx, rx) = chan::bounded::<i32>(0);
     let receivers: Vec<_> = (0..5)
         .map(|_| {
@@ -126,17 +128,19 @@ fn close_wakes_blocked_receivers_and_senders() {
             go!(move || stx.send(i))
         })
         .collect();
-    // Let every G reach its blocking call (yields until all 10 are parked).
-    while goro::runtime::stats().context_switches < 10 {
-        goro::yield_now();
+    // Every G is parked in its blocking call when the channels close.
+    for r in &receivers {
+        until_state(r.id(), GoState::Waiting(WaitReason::ChanRecv));
+    }
+    for s in &senders {
+        until_state(s.id(), GoState::Waiting(WaitReason::ChanSend));
     }
     tx.close();
     stx.close();
     for r in receivers {
         assert_eq!(r.join().unwrap(), Err(RecvError));
     }
-    // Senders blocked on a channel that closes fail with their own value (or got
-    // through before the close, if a G was still on its way: then Ok).
+    // Senders blocked on a channel that closes fail with their own value.
     for (i, s) in senders.into_iter().enumerate() {
         match s.join().unwrap() {
             Err(SendError(v)) => assert_eq!(v, i as i32),
@@ -147,6 +151,7 @@ fn close_wakes_blocked_receivers_and_senders() {
 
 #[test]
 fn dropping_all_senders_closes_and_dropping_all_receivers_fails_sends() {
+    let _c = no_crowd();
     let (tx, rx) = chan::bounded::<i32>(1);
     let tx2 = tx.clone();
     drop(tx);
@@ -160,9 +165,7 @@ fn dropping_all_senders_closes_and_dropping_all_receivers_fails_sends() {
         let tx = tx.clone();
         go!(move || tx.send("kept".to_string()))
     };
-    while goro::runtime::stats().live == 0 {
-        goro::yield_now();
-    }
+    until_state(blocked.id(), GoState::Waiting(WaitReason::ChanSend));
     drop(rx);
     assert_eq!(blocked.join().unwrap(), Err(SendError("kept".to_string())));
     assert_eq!(tx.send("later".into()), Err(SendError("later".to_string())));

@@ -1,7 +1,7 @@
 //! `GODEBUG=schedtrace=N[,scheddetail=1]`: lines in Go's format, parsed here from a
 //! child process's stderr.
 
-mod common;
+use crate::common;
 
 use goro::go;
 use std::hint::black_box;
@@ -44,7 +44,8 @@ fn schedtrace_lines_have_gos_shape() {
         workload();
         return;
     }
-    let out = common::run_child(
+    let out = common::run_child_in(
+        module_path!(),
         "schedtrace_lines_have_gos_shape",
         &[("GODEBUG", "schedtrace=20"), ("GOMAXPROCS", "2")],
     );
@@ -94,7 +95,8 @@ fn schedtrace_follows_set_gomaxprocs() {
         std::thread::sleep(std::time::Duration::from_millis(60));
         return;
     }
-    let out = common::run_child(
+    let out = common::run_child_in(
+        module_path!(),
         "schedtrace_follows_set_gomaxprocs",
         &[("GODEBUG", "schedtrace=10"), ("GOMAXPROCS", "2")],
     );
@@ -115,7 +117,8 @@ fn scheddetail_lists_ps_ms_and_gs() {
         workload();
         return;
     }
-    let out = common::run_child(
+    let out = common::run_child_in(
+        module_path!(),
         "scheddetail_lists_ps_ms_and_gs",
         &[("GODEBUG", "schedtrace=25,scheddetail=1"), ("GOMAXPROCS", "2")],
     );

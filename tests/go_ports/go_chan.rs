@@ -21,7 +21,7 @@
 //!   port sleeps too, but only to widen the window for a bug: no check depends on
 //!   the sleep being long enough.
 
-mod common;
+use crate::{common, shared, PROCS};
 
 use goro::chan::{self, Receiver, RecvError, Sender, TryRecvError, TrySendError};
 use goro::sync::WaitGroup;
@@ -32,11 +32,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-const PROCS: usize = 4;
-
 /// Starts the runtime, arms the watchdog and runs `body` in a goroutine,
 /// re-raising its panic on the test thread.
 fn go_test(name: &'static str, body: impl FnOnce() + Send + 'static) {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog(name, Duration::from_secs(60));
     join(go!(body));

@@ -3,14 +3,15 @@
 //! an idle P's queue (a lost wake-up found in review: the thief judged "did a timer
 //! fire" by the heap's length, which a concurrent add kept unchanged).
 
-mod common;
+use crate::{common, serial, PROCS};
 
 use goro::go;
 use std::time::Duration;
 
 #[test]
 fn sleepers_readied_by_stolen_timers_always_run() {
-    common::init_procs(4);
+    let _s = serial();
+    common::init_procs(PROCS);
     let rounds: u64 = std::env::var("ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())

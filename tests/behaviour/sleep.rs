@@ -1,7 +1,7 @@
 //! `time::sleep`: parks the G on a timer (no OS thread blocks), is never early,
 //! and 100,000 Gs can sleep at once. (Deadline order on one P: one_p_order.rs.)
 
-mod common;
+use crate::{common, crowd, no_crowd};
 
 use goro::go;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,6 +28,7 @@ fn sleep_is_never_early() {
 
 #[test]
 fn sleeping_gs_do_not_block_threads() {
+    let _c = no_crowd();
     // More sleepers than Ps: if sleep blocked an M they would run in sequence.
     let procs = goro::runtime::gomaxprocs() as u32;
     let n = procs * 8;
@@ -55,6 +56,7 @@ fn zero_sleep_returns_and_thread_sleep_works() {
 
 #[test]
 fn a_hundred_thousand_gs_sleep_at_once() {
+    let _c = crowd();
     let _w = common::watchdog("100k sleepers", Duration::from_secs(120));
     const N: usize = 100_000;
     let started = Arc::new(AtomicUsize::new(0));

@@ -2,7 +2,7 @@
 //! JSON lines on stdin, its replies read from stdout. Every read has a timeout, so a
 //! hung node fails the test instead of stalling it.
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};

@@ -42,7 +42,7 @@
 //! Not ported:
 //! - Every `unix`/`unixpacket`/`unixgram` variant: goro::net has TCP and UDP only.
 //! - `TestDialTimeout`: it needs Go's socktest hooks to make a connect hang
-//!   (tests/net.rs covers `connect_timeout` against a full backlog).
+//!   (tests/network/net.rs covers `connect_timeout` against a full backlog).
 //! - `TestAcceptTimeout`, `TestAcceptTimeoutMustReturn`: goro's `TcpListener`, like
 //!   std's, has no accept timeout (the "no deadline" test,
 //!   `TestAcceptTimeoutMustNotReturn`, is ported).
@@ -76,7 +76,7 @@
 //!   listens could return a socket connected to itself (after 454 to 27,813
 //!   tries in six runs); like Go's `Dial`, goro now retries such a connect.
 
-mod common;
+use crate::{common, exclusive, shared, PROCS};
 
 use goro::chan::{self, Receiver, RecvTimeoutError};
 use goro::go;
@@ -88,11 +88,9 @@ use std::io::{self, ErrorKind, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// GOMAXPROCS for the whole binary (one runtime per process).
-const PROCS: usize = 4;
 /// Watchdog limit per test.
 const LIMIT: Duration = Duration::from_secs(60);
 const NS: Duration = Duration::from_nanos(1);
@@ -103,17 +101,6 @@ const HOUR: Duration = Duration::from_secs(3600);
 const LATE: Duration = Duration::from_secs(5);
 /// How long a call that must not return is watched.
 const MUST_NOT_RETURN: Duration = Duration::from_millis(100);
-
-/// Tests hold this shared; the one that changes GOMAXPROCS holds it exclusively.
-static SERIAL: RwLock<()> = RwLock::new(());
-
-fn shared() -> RwLockReadGuard<'static, ()> {
-    SERIAL.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn exclusive() -> RwLockWriteGuard<'static, ()> {
-    SERIAL.write().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Starts the runtime, arms the watchdog and runs `body` in a goroutine (Go runs
 /// each test function in one), re-raising its panic on the test thread.
@@ -559,7 +546,7 @@ fn various_deadlines() {
 }
 
 /// TestVariousDeadlines1Proc: the same at GOMAXPROCS 1 (alone: it holds the
-/// file's lock exclusively while it changes GOMAXPROCS).
+/// binary's lock exclusively while it changes GOMAXPROCS).
 #[test]
 fn various_deadlines_1proc() {
     let _serial = exclusive();

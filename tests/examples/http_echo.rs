@@ -3,7 +3,7 @@
 //! has it, and many concurrent goroutine clients. Each server is its own process;
 //! every test ends by checking it never panicked.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};

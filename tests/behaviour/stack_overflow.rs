@@ -3,7 +3,7 @@
 //! aborts, never corrupting memory silently — also inside `goro::blocking`, which
 //! runs on the G's stack. Checked in a child process.
 
-mod common;
+use crate::common;
 
 use std::hint::black_box;
 
@@ -40,7 +40,7 @@ fn overflow_prints_the_goroutine_and_aborts() {
         if in_blocking {
             env.push(("IN_BLOCKING", "1"));
         }
-        let out = common::run_child("overflow_prints_the_goroutine_and_aborts", &env);
+        let out = common::run_child_in(module_path!(), "overflow_prints_the_goroutine_and_aborts", &env);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let id = stdout

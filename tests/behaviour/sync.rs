@@ -3,7 +3,7 @@
 //! Condvar (no lost or spurious wake-ups, timeouts), Semaphore, WaitGroup (reuse,
 //! negative counter), Once (concurrent callers, panics).
 
-mod common;
+use crate::common;
 
 use goro::go;
 use goro::sync::{Condvar, Mutex, Once, RwLock, Semaphore, WaitGroup};
@@ -203,14 +203,16 @@ fn condvar_has_no_spurious_wakeups_and_times_out() {
         .map(|_| {
             let (pair, wakeups) = (pair.clone(), wakeups.clone());
             go!(move || {
-                let g = pair.0.lock();
+                let mut g = pair.0.lock();
+                *g += 1;
                 let _g = pair.1.wait(g);
                 wakeups.fetch_add(1, Ordering::SeqCst);
             })
         })
         .collect();
-    // Wait until all three are parked in `wait` (they hold no lock there).
-    while goro::runtime::stats().live < 3 {
+    // Wait until all three are in `wait`: each counted itself under the mutex,
+    // which it gives up only in `wait`, once it is among the waiters.
+    while *pair.0.lock() < 3 {
         goro::yield_now();
     }
     goro::time::sleep(Duration::from_millis(10));

@@ -2,7 +2,7 @@
 //! never early, Timer/Ticker stop and reset leave no stale value (Go 1.23),
 //! after_func, huge durations, and stop/reset racing with firing.
 
-mod common;
+use crate::common;
 
 use goro::go;
 use goro::time::{after, after_func, tick, Ticker, Timer};
@@ -83,7 +83,7 @@ fn tickers_tick_drop_slow_ticks_and_stop() {
         k.receiver().recv().unwrap();
     }
     assert!(t.elapsed() >= Duration::from_millis(10));
-    // A slow receiver: a tick waits (its channel has one slot; tests/go_time.rs
+    // A slow receiver: a tick waits (its channel has one slot; tests/go_ports/go_time.rs
     // checks that slow receivers lose ticks), and stop drains it.
     goro::time::sleep(Duration::from_millis(20));
     k.stop();

@@ -21,7 +21,7 @@
 //! test in this binary shares one runtime with 4 Ps). The final report of the
 //! port lists them with reasons.
 
-mod common;
+use crate::{common, shared, PROCS};
 
 use goro::chan::{self, TryRecvError};
 use goro::sync::{Condvar, Mutex, Once, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, WaitGroup};
@@ -31,8 +31,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const PROCS: usize = 4;
 
 /// Runs `f` in a goroutine (as `go test` runs a test function) and re-raises
 /// its panic, if any, on the test thread.
@@ -81,6 +79,7 @@ fn busy_work() {
 /// `Semaphore::new(1)`); the permit must never be held twice at once.
 #[test]
 fn go_test_semaphore() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_semaphore", Duration::from_secs(60));
     in_g(|| {
@@ -120,6 +119,7 @@ fn hammer_mutex(m: &Mutex<u64>, loops: usize) {
 /// goroutine and on a plain thread.
 #[test]
 fn go_test_mutex() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_mutex", Duration::from_secs(60));
     fn body() {
@@ -149,6 +149,7 @@ fn go_test_mutex() {
 /// other than the one that locked; after that the lock must be really free.
 #[test]
 fn go_test_mutex_misuse_guard_equivalents() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_mutex_misuse", Duration::from_secs(60));
     in_g(|| {
@@ -187,6 +188,7 @@ fn go_test_mutex_misuse_guard_equivalents() {
 /// hands the lock to a waiter queued for over 1 ms.
 #[test]
 fn go_test_mutex_fairness() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_mutex_fairness", Duration::from_secs(60));
     in_g(|| {
@@ -239,6 +241,7 @@ fn go_test_mutex_fairness() {
 /// reader counts go past it instead.
 #[test]
 fn go_test_parallel_readers() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_parallel_readers", Duration::from_secs(60));
     fn parallel_readers(readers: usize) {
@@ -345,6 +348,7 @@ fn hammer_rwmutex(readers: usize, iterations: usize, yield_inside: bool) {
 /// inside, so that Gs on the same P interleave inside the locks too.
 #[test]
 fn go_test_rwmutex() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_rwmutex", Duration::from_secs(60));
     in_g(|| {
@@ -362,6 +366,7 @@ fn go_test_rwmutex() {
 /// alive, and a new read lock must not be granted while the write guard lives.
 #[test]
 fn go_test_rlocker() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_rlocker", Duration::from_secs(60));
     in_g(|| {
@@ -426,6 +431,7 @@ fn wait_group_round(wg1: &WaitGroup, wg2: &WaitGroup) {
 /// a proper state); run from a goroutine and from a plain thread.
 #[test]
 fn go_test_wait_group() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_wait_group", Duration::from_secs(60));
     fn body() {
@@ -442,6 +448,7 @@ fn go_test_wait_group() {
 /// Go's message. Checked in a goroutine (delivered by `join`) and on the thread.
 #[test]
 fn go_test_wait_group_misuse() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_wait_group_misuse", Duration::from_secs(60));
     let misuse = || {
@@ -472,6 +479,7 @@ fn go_test_wait_group_misuse() {
 /// never panic.
 #[test]
 fn go_test_wait_group_misuse2_adapted() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_wait_group_misuse2", Duration::from_secs(60));
     in_g(|| {
@@ -502,6 +510,7 @@ fn go_test_wait_group_misuse2_adapted() {
 /// has returned"); goro has no detector, so both waits must just return.
 #[test]
 fn go_test_wait_group_misuse3_adapted() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_wait_group_misuse3", Duration::from_secs(60));
     in_g(|| {
@@ -534,6 +543,7 @@ fn go_test_wait_group_misuse3_adapted() {
 /// `wait` must not return before both did (no spurious wake-up). 1000 tries.
 #[test]
 fn go_test_wait_group_race() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_wait_group_race", Duration::from_secs(60));
     in_g(|| {
@@ -558,6 +568,7 @@ fn go_test_wait_group_race() {
 /// goroutine through a shared reference to the struct.
 #[test]
 fn go_test_wait_group_align() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_wait_group_align", Duration::from_secs(60));
     struct X {
@@ -584,6 +595,7 @@ fn go_test_wait_group_align() {
 /// them must see the increment done once its call returns, and the total is 1.
 #[test]
 fn go_test_once() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_once", Duration::from_secs(60));
     in_g(|| {
@@ -616,6 +628,7 @@ fn go_test_once() {
 /// second (also panicking) closure must not run, nor any later one.
 #[test]
 fn go_test_once_panic() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_once_panic", Duration::from_secs(60));
     in_g(|| {
@@ -640,6 +653,7 @@ fn go_test_once_panic() {
 /// running their own closures. The panic reaches only the first caller.
 #[test]
 fn go_test_once_panic_releases_waiters() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_once_panic_waiters", Duration::from_secs(60));
     in_g(|| {
@@ -690,6 +704,7 @@ fn go_test_once_panic_releases_waiters() {
 /// must wake exactly one of them; a final notify with no waiters is harmless.
 #[test]
 fn go_test_cond_signal() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_cond_signal", Duration::from_secs(60));
     fn body() {
@@ -732,6 +747,7 @@ fn go_test_cond_signal() {
 /// that wakes must be the one signalled, in start order.
 #[test]
 fn go_test_cond_signal_generations() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_cond_signal_generations", Duration::from_secs(60));
     in_g(|| {
@@ -770,6 +786,7 @@ fn go_test_cond_signal_generations() {
 /// in a known order; n `notify_one`s must wake them in that same order.
 #[test]
 fn go_test_cond_signal_fifo_order() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_cond_signal_fifo_order", Duration::from_secs(60));
     in_g(|| {
@@ -806,6 +823,7 @@ fn go_test_cond_signal_fifo_order() {
 /// round (with `exit` set) all of them leave.
 #[test]
 fn go_test_cond_broadcast() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_cond_broadcast", Duration::from_secs(60));
     in_g(|| {
@@ -857,6 +875,7 @@ fn go_test_cond_broadcast() {
 /// signaller set.
 #[test]
 fn go_test_cond_race() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_cond_race", Duration::from_secs(60));
     in_g(|| {
@@ -923,6 +942,7 @@ fn go_test_cond_race() {
 /// may not be woken, but the first must be (within 2 s). 1000 rounds.
 #[test]
 fn go_test_cond_signal_stealing() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_cond_signal_stealing", Duration::from_secs(60));
     in_g(|| {
@@ -976,6 +996,7 @@ fn go_test_cond_signal_stealing() {
 /// waiting, and a notified waiter must report `false` (not timed out).
 #[test]
 fn go_test_cond_signal_with_timeouts() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_cond_signal_timeouts", Duration::from_secs(60));
     in_g(|| {
@@ -1030,6 +1051,7 @@ fn go_test_cond_signal_with_timeouts() {
 /// no time may more holders be inside than there are permits.
 #[test]
 fn go_test_weighted_hammer() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_weighted", Duration::from_secs(60));
     in_g(|| {
@@ -1068,6 +1090,7 @@ fn go_test_weighted_hammer() {
 /// after giving both back: try succeeds, acquire succeeds, try fails.
 #[test]
 fn go_test_weighted_try_acquire() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_weighted_try_acquire", Duration::from_secs(60));
     in_g(|| {
@@ -1096,6 +1119,7 @@ fn go_test_weighted_try_acquire() {
 /// then stops them.
 #[test]
 fn go_test_large_acquire_doesnt_starve() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_large_acquire_doesnt_starve", Duration::from_secs(60));
     in_g(|| {
@@ -1130,6 +1154,7 @@ fn go_test_large_acquire_doesnt_starve() {
 /// goroutines that follow are not stuck and the count stays exact.
 #[test]
 fn go_test_panic_while_locked_releases() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_panic_while_locked", Duration::from_secs(60));
     in_g(|| {
@@ -1182,6 +1207,7 @@ fn go_test_panic_while_locked_releases() {
 /// parallel with the 4 Ps, which stands in for Go's higher GOMAXPROCS runs.
 #[test]
 fn go_test_rwmutex_goroutines_and_threads() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_rwmutex_threads", Duration::from_secs(60));
     for readers in [1, 3, 10, 5] {
@@ -1219,6 +1245,7 @@ fn go_test_rwmutex_goroutines_and_threads() {
 /// waiters and rounds: each thread is a real thread).
 #[test]
 fn go_test_cond_broadcast_goroutines_and_threads() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_cond_broadcast_threads", Duration::from_secs(60));
     in_g(|| {
@@ -1276,6 +1303,7 @@ fn go_test_cond_broadcast_goroutines_and_threads() {
 /// and a long waiter, once it is the only one left, must get the last notify.
 #[test]
 fn go_test_cond_signal_races_timeouts() {
+    let _s = shared();
     common::init_procs(PROCS);
     let _w = common::watchdog("go_test_cond_signal_races_timeouts", Duration::from_secs(60));
     in_g(|| {

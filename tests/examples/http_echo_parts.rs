@@ -1,17 +1,9 @@
 //! The HTTP echo example's parsing and writing modules, compiled into this test
-//! so their unit tests run under `cargo test` (an example built as a test would
-//! not also be built as the binary that `tests/http_echo.rs` drives).
-#![allow(dead_code)] // the example's main uses what this test does not
+//! binary (`main.rs`) so their unit tests run under `cargo test` (an example
+//! built as a test would not also be built as the binary that
+//! `tests/examples/http_echo.rs` drives), and property tests of them.
 
-#[path = "../examples/http_echo/chunked.rs"]
-mod chunked;
-#[path = "../examples/http_echo/limits.rs"]
-mod limits;
-#[path = "../examples/http_echo/request.rs"]
-mod request;
-#[path = "../examples/http_echo/response.rs"]
-mod response;
-
+use crate::{chunked, limits, request};
 use proptest::prelude::*;
 
 /// Chunked wire format of `body`, cut into chunks of the given sizes (cycled).

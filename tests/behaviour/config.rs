@@ -1,7 +1,7 @@
 //! Runtime configuration: `Config::init` before first use, `AlreadyStarted` after,
 //! and `GOMAXPROCS` from the environment (child processes).
 
-mod common;
+use crate::common;
 
 use goro::runtime::{AlreadyStarted, Config};
 
@@ -15,7 +15,11 @@ fn config_init_applies_and_second_init_fails() {
         assert_eq!(goro::go!(|| 1).join().unwrap(), 1);
         return;
     }
-    let out = common::run_child("config_init_applies_and_second_init_fails", &[("GOMAXPROCS", "7")]);
+    let out = common::run_child_in(
+        module_path!(),
+        "config_init_applies_and_second_init_fails",
+        &[("GOMAXPROCS", "7")],
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -26,11 +30,19 @@ fn gomaxprocs_comes_from_the_environment() {
         return;
     }
     for (env, want) in [("3", "3"), ("1", "1")] {
-        let out = common::run_child("gomaxprocs_comes_from_the_environment", &[("GOMAXPROCS", env)]);
+        let out = common::run_child_in(
+            module_path!(),
+            "gomaxprocs_comes_from_the_environment",
+            &[("GOMAXPROCS", env)],
+        );
         assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("PROCS={want}")));
     }
     // An invalid value is reported and ignored.
-    let out = common::run_child("gomaxprocs_comes_from_the_environment", &[("GOMAXPROCS", "lots")]);
+    let out = common::run_child_in(
+        module_path!(),
+        "gomaxprocs_comes_from_the_environment",
+        &[("GOMAXPROCS", "lots")],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("ignoring GOMAXPROCS=\"lots\""), "{stderr}");
     let ncpu = std::thread::available_parallelism().unwrap().get();
@@ -70,6 +82,6 @@ fn pin_threads_pins_each_m_to_one_core() {
     if allowed_cpus() < 2 {
         return; // nothing to observe on a one-CPU machine
     }
-    let out = common::run_child("pin_threads_pins_each_m_to_one_core", &[]);
+    let out = common::run_child_in(module_path!(), "pin_threads_pins_each_m_to_one_core", &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

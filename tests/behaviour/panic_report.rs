@@ -3,7 +3,7 @@
 //! the panic to the goroutine's entry, or every frame. A goroutine with a small
 //! stack gets its report, never an abort. Checked in child processes.
 
-mod common;
+use crate::common;
 
 #[inline(never)]
 fn user_frame_that_panics() -> u32 {
@@ -26,7 +26,11 @@ fn panic_report() {
     }
     let run = |bt: &str, stack: usize| {
         let stack = stack.to_string();
-        let out = common::run_child("panic_report", &[("RUST_BACKTRACE", bt), ("STACK", &stack)]);
+        let out = common::run_child_in(
+            module_path!(),
+            "panic_report",
+            &[("RUST_BACKTRACE", bt), ("STACK", &stack)],
+        );
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(
@@ -39,7 +43,10 @@ fn panic_report() {
 
     let off = run("0", 256 << 10);
     assert_eq!(off.matches("goroutine ").count(), 2, "{off}");
-    assert!(off.contains("\"reporter\" panicked at tests/panic_report.rs:"), "{off}");
+    assert!(
+        off.contains("\"reporter\" panicked at tests/behaviour/panic_report.rs:"),
+        "{off}"
+    );
     assert!(off.contains("boom from the user's frame"), "{off}");
     let hint = "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
     assert_eq!(off.matches(hint).count(), 1, "the hint comes once:\n{off}");

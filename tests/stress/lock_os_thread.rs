@@ -1,7 +1,7 @@
 //! `lock_os_thread`: a wired G stays on its thread across parks, and its thread
 //! runs no other G meanwhile.
 
-mod common;
+use crate::{common, serial, PROCS};
 
 use goro::go;
 use std::collections::HashSet;
@@ -12,7 +12,8 @@ use std::time::Duration;
 
 #[test]
 fn a_locked_g_keeps_its_thread_and_the_thread_runs_no_other_g() {
-    common::init_procs(4);
+    let _s = serial();
+    common::init_procs(PROCS);
     let _w = common::watchdog("lock_os_thread", Duration::from_secs(60));
     let seen_by_others: Arc<Mutex<HashSet<ThreadId>>> = Arc::default();
     let seen = seen_by_others.clone();
@@ -69,7 +70,8 @@ fn a_locked_g_keeps_its_thread_and_the_thread_runs_no_other_g() {
 
 #[test]
 fn locks_nest_and_an_exiting_locked_g_takes_its_thread_along() {
-    common::init_procs(4);
+    let _s = serial();
+    common::init_procs(PROCS);
     let _w = common::watchdog("lock nesting", Duration::from_secs(60));
     let h = go!(|| {
         goro::runtime::lock_os_thread();

@@ -4,10 +4,10 @@
 //! and a network peer that resets the connection under a parked reader. After
 //! each fault the rest of the program keeps working. Elsewhere: peers that
 //! half-close, stall or refuse (`net.rs`), fd exhaustion (`net_fd_exhaustion.rs`),
-//! stack overflow (`stack_overflow.rs`), malformed input (`http_echo.rs`,
-//! `cluster_node.rs`).
+//! stack overflow (`behaviour/stack_overflow.rs`), malformed input (`examples/http_echo.rs`,
+//! `examples/cluster_node.rs`).
 
-mod common;
+use crate::{common, PROCS};
 
 use goro::chan::SendTimeoutError;
 use goro::sync::Mutex;
@@ -24,7 +24,7 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 
 #[test]
 fn a_sender_that_panics_wakes_its_parked_receiver_with_a_closed_channel() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("sender panic", Duration::from_secs(60));
     let (tx, rx) = goro::chan::bounded::<u32>(0);
     let (started_tx, started) = goro::chan::bounded::<()>(0);
@@ -43,7 +43,7 @@ fn a_sender_that_panics_wakes_its_parked_receiver_with_a_closed_channel() {
 
 #[test]
 fn a_panic_after_select_leaves_no_waiter_behind() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("select panic", Duration::from_secs(60));
     let (a_tx, a) = goro::chan::bounded::<u32>(0);
     let (b_tx, b) = goro::chan::bounded::<u32>(0);
@@ -66,7 +66,7 @@ fn a_panic_after_select_leaves_no_waiter_behind() {
 
 #[test]
 fn a_mutex_holder_that_panics_hands_the_lock_to_its_parked_waiter() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("mutex panic", Duration::from_secs(60));
     let m = Arc::new(Mutex::new(0u32));
     let (locked_tx, locked) = goro::chan::bounded::<()>(0);
@@ -99,7 +99,7 @@ fn a_mutex_holder_that_panics_hands_the_lock_to_its_parked_waiter() {
 
 #[test]
 fn a_panic_inside_a_blocking_call_returns_the_p() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("blocking panic", Duration::from_secs(60));
     let failed = goro::go!(|| {
         goro::blocking(|| {
@@ -122,7 +122,7 @@ fn a_panic_inside_a_blocking_call_returns_the_p() {
 
 #[test]
 fn dropped_handles_of_parked_goroutines_lose_nothing() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("dropped handles", Duration::from_secs(60));
     let (tx, rx) = goro::chan::bounded::<u64>(0);
     let (out_tx, out) = goro::chan::bounded::<u64>(1000);
@@ -155,7 +155,7 @@ fn pair() -> (goro::net::TcpStream, goro::net::TcpStream) {
 
 #[test]
 fn a_peer_reset_wakes_the_parked_reader_with_an_error() {
-    common::init_procs(2);
+    common::init_procs(PROCS);
     let _w = common::watchdog("reset", Duration::from_secs(60));
     let (server, client) = pair();
     let reader = goro::go!(move || {

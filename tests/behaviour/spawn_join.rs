@@ -1,7 +1,7 @@
 //! Spawning and joining: many Gs, nested spawns, joins from Gs and from threads,
 //! results, panics, ids, Builder settings, counters.
 
-mod common;
+use crate::{common, crowd, no_crowd};
 
 use goro::{go, Builder, JoinHandle};
 use std::collections::HashSet;
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 #[test]
 fn a_million_goroutines_spawned_and_joined() {
+    let _c = crowd();
     let _w = common::watchdog("a_million_goroutines", Duration::from_secs(120));
     const N: usize = 1_000_000;
     let sum = go!(|| {
@@ -70,7 +71,7 @@ fn panic_message_names_the_goroutine() {
         println!("CHILD-ID {id}");
         return;
     }
-    let out = common::run_child("panic_message_names_the_goroutine", &[]);
+    let out = common::run_child_in(module_path!(), "panic_message_names_the_goroutine", &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed: {stderr}");
@@ -145,6 +146,7 @@ fn yield_now_on_a_plain_thread_is_harmless() {
 
 #[test]
 fn counters_add_up() {
+    let _c = no_crowd();
     let before = goro::runtime::stats();
     let hs: Vec<_> = (0..500).map(|i| go!(move || i)).collect();
     for h in hs {

@@ -3,7 +3,7 @@
 //! where a parked G is parked; plain threads in goro waits; dumps taken while Gs
 //! are woken concurrently lose no wake-up.
 
-mod common;
+use crate::{common, no_crowd, until_state};
 
 use goro::runtime::{goroutines, write_goroutines, GoState, WaitReason};
 use std::sync::Arc;
@@ -19,23 +19,9 @@ fn parks_on_mutex(m: Arc<goro::sync::Mutex<()>>) {
     drop(m.lock());
 }
 
-/// Waits until goroutine `id` shows `state`.
-fn until_state(id: goro::GoId, state: GoState) -> goro::runtime::GoroutineInfo {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(g) = goroutines().into_iter().find(|g| g.id() == id && g.state() == state) {
-            return g;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "goroutine {id} never reached {state}"
-        );
-        std::thread::yield_now();
-    }
-}
-
 #[test]
 fn the_dump_lists_every_g_with_state_creator_and_frames() {
+    let _c = no_crowd();
     let _w = common::watchdog("dump", Duration::from_secs(60));
     let (tx, rx) = goro::chan::bounded::<u8>(0);
     let receiver = goro::go!(goro::Builder::new().name("receiver"), move || parks_in_recv(rx)).unwrap();
@@ -55,7 +41,7 @@ fn the_dump_lists_every_g_with_state_creator_and_frames() {
     let r = until_state(receiver.id(), GoState::Waiting(WaitReason::ChanRecv));
     assert_eq!(r.name(), Some("receiver"));
     assert_eq!(r.parent(), None, "spawned by a plain thread");
-    assert_eq!(r.created_at().file(), "tests/goroutine_dump.rs");
+    assert_eq!(r.created_at().file(), "tests/behaviour/goroutine_dump.rs");
     let stack = r.stack().expect("a parked G's frames");
     assert!(stack.contains("parks_in_recv"), "{stack}");
     assert!(
@@ -74,7 +60,7 @@ fn the_dump_lists_every_g_with_state_creator_and_frames() {
     assert_eq!(c.parent(), Some(parent.id()));
     assert!(c.stack().unwrap_or("").contains("parks_on_mutex"), "{:?}", c.stack());
     assert!(c.to_string().contains(&format!(
-        "created by goroutine {} at tests/goroutine_dump.rs:",
+        "created by goroutine {} at tests/behaviour/goroutine_dump.rs:",
         parent.id()
     )));
     until_state(parent.id(), GoState::Waiting(WaitReason::Join));
@@ -88,7 +74,7 @@ fn the_dump_lists_every_g_with_state_creator_and_frames() {
         let _ = hold_rx.recv();
     });
     let af = until_state(af_rx.recv().unwrap(), GoState::Waiting(WaitReason::ChanRecv));
-    assert_eq!(af.created_at().file(), "tests/goroutine_dump.rs");
+    assert_eq!(af.created_at().file(), "tests/behaviour/goroutine_dump.rs");
     assert_eq!(af.created_at().line(), after_func_line);
     assert_eq!(af.parent(), None);
     drop(hold_tx);
@@ -137,6 +123,7 @@ fn the_dump_lists_every_g_with_state_creator_and_frames() {
 /// for a moment, and a waker that meets the pin waits it out; no wake-up is lost.
 #[test]
 fn dumps_during_ping_pong_lose_no_wake_up() {
+    let _c = no_crowd();
     let _w = common::watchdog("dump ping-pong", Duration::from_secs(120));
     const PAIRS: usize = 16;
     const ROUNDS: u32 = 20_000;
@@ -185,7 +172,7 @@ fn sigquit_prints_the_dump_and_exits_2() {
         std::thread::sleep(Duration::from_secs(30));
         unreachable!("SIGQUIT must end the process");
     }
-    let out = common::run_child("sigquit_prints_the_dump_and_exits_2", &[]);
+    let out = common::run_child_in(module_path!(), "sigquit_prints_the_dump_and_exits_2", &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.starts_with("SIGQUIT: quit\n\n"), "{stderr}");
@@ -213,7 +200,7 @@ fn a_programs_own_sigquit_handler_is_left_alone() {
         println!("CHILD-HANDLED");
         return;
     }
-    let out = common::run_child("a_programs_own_sigquit_handler_is_left_alone", &[]);
+    let out = common::run_child_in(module_path!(), "a_programs_own_sigquit_handler_is_left_alone", &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-HANDLED"));
 }
@@ -246,7 +233,7 @@ fn a_detached_g_without_a_stack_says_so() {
         }
         return;
     }
-    let out = common::run_child("a_detached_g_without_a_stack_says_so", &[]);
+    let out = common::run_child_in(module_path!(), "a_detached_g_without_a_stack_says_so", &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(

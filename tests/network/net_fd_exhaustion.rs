@@ -4,7 +4,7 @@
 //! once fds are free again. `accept()` itself reports EMFILE and leaves the
 //! listener usable.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
@@ -50,13 +50,9 @@ fn accept_loop_survives_fd_exhaustion() {
         return;
     }
     let exe = std::env::current_exe().unwrap();
+    let name = common::test_name(module_path!(), "accept_loop_survives_fd_exhaustion");
     let mut c = Command::new(exe)
-        .args([
-            "--exact",
-            "accept_loop_survives_fd_exhaustion",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", &name, "--nocapture", "--test-threads=1"])
         .env(common::CHILD, "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -19,7 +19,7 @@
 //! `Timer` values (`TestZeroTimer{Reset,Stop}Panics`: a `Timer` cannot be built
 //! uninitialised), and a Ticker built around a caller's channel.
 
-mod common;
+use crate::{common, exclusive, shared, PROCS};
 
 use goro::chan::{self, Receiver, TryRecvError};
 use goro::runtime::set_gomaxprocs;
@@ -29,11 +29,9 @@ use goro::{go, select};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// GOMAXPROCS for the whole binary (one runtime per process).
-const PROCS: usize = 4;
 /// Watchdog limit per test.
 const LIMIT: Duration = Duration::from_secs(60);
 const MS: Duration = Duration::from_millis(1);
@@ -41,18 +39,6 @@ const NS: Duration = Duration::from_nanos(1);
 const HOUR: Duration = Duration::from_secs(3600);
 /// Go's `Duration(1<<63 - 1)`: about 292 years, so a real (far) deadline here.
 const GO_BIG: Duration = Duration::from_nanos(i64::MAX as u64);
-
-/// Tests hold this shared; the one test that changes GOMAXPROCS (as Go's
-/// TestAfterFuncStarvation does) holds it exclusively, so no other test runs then.
-static SERIAL: RwLock<()> = RwLock::new(());
-
-fn shared() -> RwLockReadGuard<'static, ()> {
-    SERIAL.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn exclusive() -> RwLockWriteGuard<'static, ()> {
-    SERIAL.write().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Runs `f` in a G (Go runs each test function in a goroutine) and waits for it;
 /// a panic in it fails the test.
@@ -1210,7 +1196,11 @@ fn timer_gc() {
         timer_gc_child();
         return;
     }
-    let out = common::run_child("timer_gc", &[("GODEBUG", "schedtrace=50,scheddetail=1")]);
+    let out = common::run_child_in(
+        module_path!(),
+        "timer_gc",
+        &[("GODEBUG", "schedtrace=50,scheddetail=1")],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed:\n{stderr}");
     for what in ["after", "tick", "timer", "ticker", "timer-stop", "ticker-stop"] {
