@@ -128,6 +128,7 @@ pub fn unlock_os_thread() {
 
 impl G {
     /// The M this G is wired to, if any.
+    #[inline]
     pub(crate) fn lockedm(&self) -> Option<&'static M> {
         // SAFETY: non-null values are `&'static M` stored by `set_lockedm`.
         unsafe { self.lockedm_raw().cast::<M>().as_ref() }

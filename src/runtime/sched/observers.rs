@@ -68,6 +68,7 @@ pub(crate) const EVENT_SIGQUIT: u8 = b'Q';
 static UNTIMED_THREAD_WAITS: AtomicUsize = AtomicUsize::new(0);
 
 /// A plain thread starts (`true`) or ends (`false`) a wait without a deadline.
+#[cfg_attr(loom, allow(dead_code))] // plain threads wait unregistered under loom
 pub(crate) fn untimed_thread_wait(starts: bool) {
     if starts {
         UNTIMED_THREAD_WAITS.fetch_add(1, Ordering::Relaxed);

@@ -677,6 +677,7 @@ impl G {
     }
 
     /// The M this G is wired to, untyped (null if none): `G::lockedm` types it.
+    #[inline]
     pub(crate) fn lockedm_raw(&self) -> *const () {
         self.lockedm.load(Ordering::Relaxed)
     }

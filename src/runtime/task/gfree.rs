@@ -59,12 +59,14 @@ impl GFreeCache {
         GFreeCache { list: Vec::new() }
     }
 
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.list.len()
     }
 
     /// A free header for a new G: from this list, refilled by a batch from
     /// `pool` when empty, else a new one.
+    #[inline]
     pub(crate) fn get(&mut self, pool: &GFreePool) -> GRef {
         if self.list.is_empty() {
             let mut global = pool.lock();
@@ -76,6 +78,7 @@ impl GFreeCache {
 
     /// Takes back the header of an exited G; past [`LOCAL_MAX`], gives half to
     /// the pool (`pool` is called only then).
+    #[inline]
     pub(crate) fn put<'a>(&mut self, g: GRef, pool: impl FnOnce() -> &'a GFreePool) {
         self.list.push(g);
         if self.list.len() > LOCAL_MAX {

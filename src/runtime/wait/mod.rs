@@ -23,6 +23,7 @@ use std::time::Duration;
 
 /// The runtime-clock time `d` from now: when a timer armed for `d` fires.
 /// `None` if that is past the clock's range (never).
+#[inline]
 pub(crate) fn deadline_in(d: Duration) -> Option<u64> {
     sched().deadline_in(d)
 }

@@ -8,6 +8,9 @@
 //! of a plain thread (a futex sleep), so a lock per registration costs nothing
 //! that matters.
 
+// Under loom, plain threads wait without the registry (`wait/park.rs`).
+#![cfg_attr(loom, allow(dead_code))]
+
 use crate::runtime::sched::observers;
 use crate::runtime::sched::ready::ThreadWaiter;
 use crate::runtime::sys::frames::{capture, Captured};
