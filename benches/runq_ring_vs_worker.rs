@@ -1,6 +1,6 @@
 //! The local run queue: goro's ring (Go's runqput/runqget/runqgrab) against
 //! `crossbeam_deque::Worker` held to 256 slots with the same overflow rule (half to
-//! the global queue). The choice and these figures are recorded in docs/DESIGN.md.
+//! the global queue). The choice and these figures are recorded in docs/decisions/0003-run-queue-ring.md.
 //!
 //! `cargo bench --bench runq_ring_vs_worker`
 

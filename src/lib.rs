@@ -68,7 +68,7 @@
 //!
 //! `GODEBUG=schedtrace=1000` prints Go's scheduler trace every second
 //! (`docs/SCHEDTRACE.md` explains how to read it). The design is described in
-//! `docs/DESIGN.md`.
+//! `docs/ARCHITECTURE.md`, each measured choice in `docs/decisions/`.
 
 #![warn(missing_docs)]
 
