@@ -9,8 +9,10 @@
 //! ```
 //!
 //! With `--debug`, `curl localhost:8080/debug/goroutines` shows every goroutine
-//! and where it waits (Go's pprof `goroutine?debug=2`); off by default, since a
-//! dump shows the server's internals to whoever asks.
+//! and where it waits (Go's pprof `goroutine?debug=2`), and
+//! `curl -o trace.json 'localhost:8080/debug/trace?seconds=5'` records an
+//! execution trace (docs/TRACE.md); off by default, since both show the
+//! server's internals to whoever asks.
 //!
 //! Keep-alive and pipelining; `POST` echoes the body (`Content-Length` or
 //! chunked), `GET /` answers a short text, `GET /stats` the runtime stats.
@@ -70,7 +72,8 @@ const USAGE: &str = "usage: http_echo [--addr HOST:PORT] [--procs N] [--debug] [
                  [--idle-timeout SECS]
   --addr            address to listen on (default 127.0.0.1:8080; port 0 picks one)
   --procs           GOMAXPROCS, 1 to 1024 (default: the GOMAXPROCS variable, else every CPU)
-  --debug           serve GET /debug/goroutines, the goroutine dump
+  --debug           serve GET /debug/goroutines (the goroutine dump) and
+                    GET /debug/trace?seconds=N (an execution trace of N seconds, 1 to 60)
   --max-conns       connections served at once, 1 to 10000000; one more gets 503 and is
                     closed (default: the open-files limit, less the descriptors open at
                     start, less max(16, limit/16))

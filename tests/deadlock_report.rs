@@ -74,6 +74,14 @@ fn main() {
     if wanted("deadlock_off") {
         check("deadlock_off", expect_silent_hang(), &mut passed, &mut failed);
     }
+    if wanted("goro_trace_through_the_exit") {
+        check(
+            "goro_trace_through_the_exit",
+            expect_trace_written(),
+            &mut passed,
+            &mut failed,
+        );
+    }
     for (name, why) in &failed {
         println!("---- {name} ----\n{why}");
     }
@@ -162,6 +170,36 @@ fn expect_report(name: &str) -> Result<(), String> {
     }
     if !r.stderr.contains("thread \"main\" [") {
         return Err(format!("the dump does not list main's wait:\n{}", r.stderr));
+    }
+    Ok(())
+}
+
+/// `GORO_TRACE` traces a run that ends in the deadlock report: the trace is
+/// written out at its exit and parses, with the G that parked in it.
+fn expect_trace_written() -> Result<(), String> {
+    let path = std::env::temp_dir().join(format!("goro-deadlock-trace-{}.json", std::process::id()));
+    let r = run(
+        "join_a_g_stuck_in_recv",
+        &[("GORO_TRACE", path.to_str().unwrap())],
+        PATIENCE,
+    );
+    let bytes = std::fs::read(&path).map_err(|e| format!("no trace file: {e}"));
+    let _ = std::fs::remove_file(&path);
+    if r.code != Some(2) {
+        return Err(format!("expected exit 2, got {:?}\n{}", r.code, r.stderr));
+    }
+    let events: Vec<serde_json::Value> = serde_json::from_slice(&bytes?).map_err(|e| format!("not JSON: {e}"))?;
+    let parked = events
+        .iter()
+        .any(|e| e["cat"] == "g" && e["args"]["end"] == "park" && e["args"]["reason"] == "chan receive");
+    let closed = events
+        .iter()
+        .any(|e| e["name"] == "goro_trace" && e["args"]["lost"] == 0);
+    if !parked || !closed {
+        return Err(format!(
+            "the trace lacks the parked G or its totals: {} events",
+            events.len()
+        ));
     }
     Ok(())
 }

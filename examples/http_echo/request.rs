@@ -329,7 +329,7 @@ fn valid_host(value: &[u8]) -> bool {
             .iter()
             .all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b)),
     };
-    let port_ok = port.map_or(true, |p| p.iter().all(u8::is_ascii_digit));
+    let port_ok = port.is_none_or(|p| p.iter().all(u8::is_ascii_digit));
     host_ok && port_ok && !(host.is_empty() && port.is_some())
 }
 

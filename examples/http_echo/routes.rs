@@ -2,7 +2,9 @@
 //! counters as JSON, `POST` (any path) echoes the body, `HEAD` the GET's headers;
 //! any other method 405, any other GET path 404. With `--debug`,
 //! `GET /debug/goroutines` answers the goroutine dump (Go's pprof
-//! `goroutine?debug=2`); without it that path is a 404 like any other.
+//! `goroutine?debug=2`) and `GET /debug/trace?seconds=N` an execution trace of
+//! the next N seconds (1 to 60, default 1; Go's pprof `trace`; one at a time:
+//! 409 while another is taken); without it those paths are a 404 like any other.
 
 use crate::request::{Head, Method};
 use crate::response::Response;
@@ -37,6 +39,16 @@ pub fn answer(head: &Head, body: &[u8], out: &mut Vec<u8>) {
                 dump = goroutine_dump();
                 Response::new(200, "text/plain; charset=utf-8", &dump)
             }
+            "/debug/trace" if DEBUG.load(Ordering::Relaxed) => match trace_seconds(&head.path) {
+                Ok(seconds) => match execution_trace(seconds) {
+                    Ok(trace) => {
+                        dump = trace;
+                        Response::new(200, "application/json", &dump)
+                    }
+                    Err(status) => Response::text(status, "a trace is already being taken\n"),
+                },
+                Err(why) => Response::text(400, why),
+            },
             _ => Response::text(404, "not found\n"),
         },
         Method::Other => Response {
@@ -55,6 +67,63 @@ fn goroutine_dump() -> Vec<u8> {
         out = format!("goroutine dump failed: {e}\n").into_bytes();
     }
     out
+}
+
+/// Longest trace `/debug/trace` takes.
+const MAX_TRACE_SECONDS: u64 = 60;
+
+/// The `seconds` of `/debug/trace?seconds=N`: a whole number from 1 to
+/// [`MAX_TRACE_SECONDS`], 1 if absent (Go's pprof `trace` endpoint's query).
+fn trace_seconds(path: &str) -> Result<u64, &'static str> {
+    let query = path.split_once('?').map_or("", |(_, q)| q);
+    let mut seconds = 1;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("seconds", v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+                seconds = v.parse().unwrap_or(u64::MAX);
+            }
+            Some(("seconds", _)) => return Err("seconds wants a whole number from 1 to 60\n"),
+            _ => return Err("the only parameter is seconds=N\n"),
+        }
+    }
+    if (1..=MAX_TRACE_SECONDS).contains(&seconds) {
+        Ok(seconds)
+    } else {
+        Err("seconds wants a whole number from 1 to 60\n")
+    }
+}
+
+/// An execution trace of the next `seconds` (`goro::runtime::trace`), as its
+/// JSON; `Err(409)` while another is being taken (one at a time, as Go's).
+/// The waiting goroutine is parked: its connection's read deadlines are not
+/// running meanwhile, and its answer is written under the write timeout.
+fn execution_trace(seconds: u64) -> Result<Vec<u8>, u16> {
+    let buf = SharedBuf::default();
+    goro::runtime::trace::start(buf.clone()).map_err(|_| 409_u16)?;
+    goro::time::sleep(std::time::Duration::from_secs(seconds));
+    if let Err(e) = goro::runtime::trace::stop() {
+        return Ok(format!("[{{\"error\":\"{e}\"}}]\n").into_bytes());
+    }
+    let trace = std::mem::take(&mut *buf.0.lock().unwrap_or_else(|e| e.into_inner()));
+    Ok(trace)
+}
+
+/// A byte buffer the trace writer thread appends to and the route then takes.
+#[derive(Clone, Default)]
+struct SharedBuf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `goro::runtime::stats()` as a JSON object, one field per counter and one

@@ -30,6 +30,7 @@ pub(crate) fn start(config: Config) -> bool {
         // The reporter first: sysmon pokes it once running.
         deadlock::start(s);
         sysmon::start(s);
+        super::trace::start_from_env();
     }
     ours
 }

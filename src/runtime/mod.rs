@@ -50,6 +50,7 @@
 //   os_threads.rs    the runtime's own OS threads, by kernel id
 //   quadheap.rs      the 4-ary heap under the timers
 //   sync_prims.rs    the one place loom is swapped in
+//   trace_buf.rs     execution-trace events in per-M chunks; the trace clock
 // task/    what a goroutine is
 //   block.rs         the type-erased task block a spawn allocates
 //   creators.rs      the plain threads that spawned Gs, for "created by thread"
@@ -84,6 +85,7 @@
 //   syscall.rs       goro::blocking (Go's entersyscall/exitsyscall)
 //   template.rs      the template thread that starts wired Ms' threads
 //   timers.rs        a P's timer heap
+//   tracing.rs       the execution trace's event sites
 // wait/    the one wait contract chan, sync, time and net build on (mod.rs)
 //   guarded.rs       state under a RawMutex and blocking in its wait queue
 //   park.rs          parking a G or a thread (the protocol, with ready.rs)
@@ -101,8 +103,10 @@
 //   signal.rs        the stack-overflow report (SIGSEGV/SIGBUS)
 //   stats.rs         stats(): the scheduler's counters
 //   sysmon.rs        sysmon: retakes, preemption, netpoll, timers, idle Ms
+//   trace_json.rs    the execution trace's events as Chrome Trace Event JSON
 // boot.rs            start-up: the one file that names every layer
 // loom_models.rs     loom models of the queues, parking and ownership protocols
+// trace.rs           goro::runtime::trace: start, stop, GORO_TRACE, the writer thread
 //
 // # One G from `go!` to its exit
 //
@@ -128,6 +132,7 @@ mod queue;
 mod sched;
 mod sys;
 mod task;
+pub mod trace;
 pub(crate) mod wait;
 
 /// The runtime as `spawn.rs`, `local.rs` and `lib.rs` see it, besides the wait

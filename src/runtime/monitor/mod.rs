@@ -11,3 +11,4 @@ pub(in crate::runtime) mod schedtrace;
 pub(in crate::runtime) mod signal;
 pub(in crate::runtime) mod stats;
 pub(in crate::runtime) mod sysmon;
+pub(in crate::runtime) mod trace_json;

@@ -73,6 +73,8 @@ use crate::runtime::sched::p::{PState, PStatus, P};
 use crate::runtime::sched::schedule::TIME_SLICE_NS;
 use crate::runtime::sched::state::Sched;
 use crate::runtime::sched::timers::NO_TIMER;
+use crate::runtime::sched::tracing;
+use crate::runtime::sys::trace_buf::Kind;
 use crate::runtime::task::scavenge::Scavenger;
 use std::io::Write as _;
 use std::sync::atomic::Ordering;
@@ -373,6 +375,9 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                     })
                 {
                     s.counters.preempt_retakes.fetch_add(1, Ordering::Relaxed);
+                    if tracing::on() {
+                        tracing::retook_from(m, p.id);
+                    }
                     hand_off_p(p.id);
                     seen.since = now;
                     taken += 1;
@@ -404,6 +409,9 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                     || now.saturating_sub(seen.syscall_since) >= SYSCALL_FORCE_NS;
                 if wanted && p.cas_state(st, PState::new(None, PStatus::Idle)) {
                     s.counters.syscall_handoffs.fetch_add(1, Ordering::Relaxed);
+                    if tracing::on() {
+                        tracing::emit_for_p(Kind::Retake, p.id, 0, 0);
+                    }
                     hand_off_p(p.id);
                     if !hog {
                         // One long call: it lost its P, that is enough.

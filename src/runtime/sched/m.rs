@@ -19,7 +19,9 @@
 use super::handover::Handover;
 use super::p::{PState, PStatus, P};
 use super::state::sched;
+use super::tracing;
 use crate::runtime::sys::note::Note;
+use crate::runtime::sys::trace_buf::{Kind, TraceBuf};
 use crate::runtime::task::g::{GRef, GoId, G};
 use crate::runtime::task::locals::{thread_map_here, LocalMap};
 use std::cell::Cell;
@@ -74,6 +76,15 @@ pub(crate) struct M {
     /// When it last left its CPU, and whether handing it over pays. Own thread
     /// only; see [`super::handover`].
     pub(crate) handover: Handover,
+    /// Its execution-trace buffer. Own thread only; see `sys/trace_buf.rs`.
+    pub(crate) trace: TraceBuf,
+    /// Its G yields because sysmon asked it to (traced as a preemption). Own
+    /// thread only, and only while tracing.
+    pub(crate) preempting: AtomicBool,
+    /// When sysmon took its P from its running G (trace ticks), 0 if not.
+    /// sysmon writes it before handing the P off; the M reads it after it
+    /// finds the P gone (the P's state CAS orders the two).
+    pub(crate) retaken_at: AtomicU64,
 }
 
 impl M {
@@ -97,6 +108,9 @@ impl M {
             pinned: AtomicUsize::new(0),
             poll_spin_budget: AtomicU64::new(super::pollspin::BUDGET_NS),
             handover: Handover::new(),
+            trace: TraceBuf::new(),
+            preempting: AtomicBool::new(false),
+            retaken_at: AtomicU64::new(0),
         }
     }
 
@@ -221,6 +235,9 @@ impl M {
         pp.slice_over.store(false, Ordering::Relaxed);
         pp.set_state(PState::new(Some(self), PStatus::Running));
         self.p.store(pp as *const P as *mut P, Ordering::Relaxed);
+        if tracing::on() {
+            tracing::emit_on(self, Kind::PAcquire, 0, 0, 0);
+        }
         s.sysmon.p_acquired();
         if s.config.pin_threads && !s.cores.is_empty() {
             let core = p % s.cores.len();
@@ -241,6 +258,9 @@ impl M {
     /// or hands it on.
     pub(crate) fn release_p(&self) -> usize {
         let p = self.p().expect("release_p without a P");
+        if tracing::on() {
+            tracing::emit_on(self, Kind::PRelease, 0, 0, 0);
+        }
         p.set_state(PState::new(None, PStatus::Idle));
         self.drop_p();
         p.id

@@ -22,3 +22,4 @@ pub(in crate::runtime) mod switch;
 pub(in crate::runtime) mod syscall;
 pub(in crate::runtime) mod template;
 pub(in crate::runtime) mod timers;
+pub(in crate::runtime) mod tracing;

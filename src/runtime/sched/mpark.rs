@@ -32,6 +32,8 @@
 use super::m::{spawn_thread, M};
 use super::state::sched;
 use super::timers::NO_TIMER;
+use super::tracing;
+use crate::runtime::sys::trace_buf::Kind;
 use std::sync::atomic::{fence, Ordering};
 
 /// Tries to put one more M to work on an idle P (rule 1). Call after publishing
@@ -99,8 +101,14 @@ pub(crate) fn stop_m(m: &'static M) -> bool {
 /// Sleeps on the M's note until a waker hands it a P (taken) or retires it (false).
 fn sleep_for_p(m: &'static M) -> bool {
     m.set_blocked(true);
+    if tracing::on() {
+        tracing::emit_on(m, Kind::MPark, 0, 0, 0);
+    }
     m.note.sleep();
     m.set_blocked(false);
+    if tracing::on() {
+        tracing::emit_on(m, Kind::MWake, 0, 0, 0);
+    }
     m.handover.back_on_cpu(sched().nanotime());
     match m.take_nextp().expect("goro: M woken with nothing handed over") {
         Some(p) => {

@@ -87,6 +87,10 @@ where
         let g = gfget(p);
         // SAFETY: gfget hands us the header exclusively.
         unsafe { g.init(id, spawn, task) };
+        if super::tracing::on() {
+            // SAFETY: `init` wrote the name and no other thread has the G yet.
+            super::tracing::created(g, unsafe { g.name() });
+        }
         queue_new(p, g);
         (id, task)
     });

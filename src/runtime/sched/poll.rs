@@ -13,6 +13,7 @@ use super::mpark::wakep;
 use super::ready::{ready_batch, Waiter};
 use super::state::{sched, Sched};
 use crate::runtime::sys::epoll;
+use crate::runtime::sys::trace_buf::Kind;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -63,6 +64,9 @@ pub(super) fn ready_polled(s: &Sched, woken: Vec<Waiter>) -> bool {
         .netpoll_ready
         .fetch_add(woken.len() as u64, Ordering::Relaxed);
     let any = !woken.is_empty();
+    if any && super::tracing::on() {
+        super::tracing::emit(Kind::Netpoll, 0, woken.len() as u64, 0);
+    }
     let mut gs = Vec::with_capacity(woken.len());
     for w in woken {
         match w {

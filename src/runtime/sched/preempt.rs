@@ -15,6 +15,9 @@ pub(crate) fn check() {
     if let Some(m) = current_m() {
         if m.preempt.load(Ordering::Relaxed) && current_g().is_some() {
             m.preempt.store(false, Ordering::Relaxed);
+            if super::tracing::on() {
+                super::tracing::preempting(m);
+            }
             preempted();
         }
     }

@@ -5,9 +5,11 @@
 use super::mpark::wakep;
 use super::ownership::with_p;
 use super::state::sched;
+use super::tracing;
 #[cfg(loom)]
 use crate::runtime::sys::sync_prims::lot;
 use crate::runtime::sys::sync_prims::{AtomicBool, AtomicU32, Ordering};
+use crate::runtime::sys::trace_buf::Source;
 use crate::runtime::task::g::{GRef, Status, G};
 use std::sync::Arc;
 
@@ -134,6 +136,9 @@ impl Waiter {
 /// on an M that holds a P, else into the global queue; then maybe wakes an M
 /// (Go's `goready`).
 pub(crate) fn ready(g: GRef) {
+    if tracing::on() {
+        tracing::readied(g, Source::Thread);
+    }
     g.cas_status(Status::Waiting, Status::Runnable);
     with_p(|p| match p {
         Some(p) => p.runq_put(g, true),
@@ -175,6 +180,9 @@ fn ready_found(gs: impl Iterator<Item = GRef>, next: bool) {
         let mut n = 0;
         for g in gs {
             n += 1;
+            if tracing::on() {
+                tracing::readied(g, if next { Source::Timer } else { Source::Netpoll });
+            }
             g.cas_status(Status::Waiting, Status::Runnable);
             match p {
                 Some(p) => p.runq_put(g, next),

@@ -48,8 +48,10 @@ use super::poll::{self, wake_netpoller};
 use super::pollspin::{network_in_use, PollSpin};
 use super::state::{sched, Sched};
 use super::timers::NO_TIMER;
+use super::tracing;
 use crate::runtime::queue::runq::RING_CAP;
 use crate::runtime::sys::sync_prims::{nap, spin_yield};
+use crate::runtime::sys::trace_buf::{Kind, Stop};
 use crate::runtime::task::g::{GRef, Outcome, Status, Switch};
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
@@ -197,6 +199,10 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
         unsafe { p.local() }.stacks.get(&s.stacks, g.stack_size(), default_size)
     });
     leave_runtime(m);
+    let p_id = p.id;
+    if tracing::on() {
+        tracing::started(m, g);
+    }
     // SAFETY: as above; the stack was asked for exactly when the G needed one.
     let outcome = unsafe { g.resume(first_stack) };
     // The P may have been taken while the G ran (sysmon's retake): then this M
@@ -204,6 +210,13 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
     let p = enter_runtime(m);
     set_current_g(None);
     m.set_curg(0);
+    if tracing::on() && p.is_none() {
+        tracing::stopped_without_p(m, p_id);
+    }
+    match outcome {
+        Outcome::Exited(_) | Outcome::NoStack if tracing::on() => tracing::stopped(m, g, Stop::Exit),
+        _ => {}
+    }
     match outcome {
         Outcome::Exited(stack) => {
             match p {
@@ -219,6 +232,9 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
             let switch = std::mem::replace(&mut unsafe { g.ctx() }.switch, Switch::None);
             match switch {
                 Switch::Yield => {
+                    if tracing::on() {
+                        tracing::yielded(m, g);
+                    }
                     g.owner_set_status(Status::Running, Status::Runnable);
                     s.global.push(g);
                     wakep_global();
@@ -227,6 +243,9 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
                     // Off its stack and its coroutine stored: a dump may inspect it
                     // from here (`G::inspect`), before any waker can ready it.
                     g.set_off_cpu(true);
+                    if tracing::on() {
+                        tracing::stopped(m, g, Stop::Park);
+                    }
                     // The G committed to Waiting before switching; only now may its
                     // waiter's lock be released (the one parking protocol, park.rs).
                     // SAFETY: `data` is the parked G's unlock value, intact until
@@ -509,6 +528,9 @@ fn run_timers(p: &P, now: u64) -> TimerRun {
         return TimerRun { now, next, fired: 0 };
     }
     let fired = p.timers.run_due(now);
+    if fired > 0 && tracing::on() {
+        tracing::emit(Kind::Timers, 0, fired as u64, 0);
+    }
     if let Some(mine) = super::m::current_p() {
         bump(&mine.counters.timers_fired, fired as u64);
     }
@@ -567,8 +589,15 @@ fn global_get(s: &Sched, p: &P, max: usize) -> Option<GRef> {
     if max > 0 {
         n = n.min(max);
     }
-    let first = s.global.pop_batch(n, |g| p.runq_put(g, false))?;
+    let mut moved = 1;
+    let first = s.global.pop_batch(n, |g| {
+        moved += 1;
+        p.runq_put(g, false);
+    })?;
     bump(&p.counters.global_runq_gets, 1);
+    if tracing::on() {
+        tracing::emit(Kind::GlobalTake, 0, moved, 0);
+    }
     Some(first)
 }
 
@@ -678,6 +707,9 @@ fn steal_from(p: &P, victim: &P, steal_runnext: bool, before_runnext: impl FnOnc
     let (g, taken) = p.runq.steal_into(&victim.runq, steal_runnext, before_runnext)?;
     bump(&p.counters.steals, 1);
     bump(&p.counters.stolen, u64::from(taken));
+    if tracing::on() {
+        tracing::emit(Kind::Steal, victim.id as u64, u64::from(taken), 0);
+    }
     Some(GRef::from_ptr(g))
 }
 

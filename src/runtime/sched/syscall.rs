@@ -9,6 +9,8 @@
 
 use crate::runtime::sched::m::{current_g, current_m};
 use crate::runtime::sched::ownership::{enter_syscall, exit_syscall};
+use crate::runtime::sched::tracing;
+use crate::runtime::sys::trace_buf::Kind;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// Calls `f` in a function of its own. Thread-locals `f` touches then have their
@@ -83,11 +85,21 @@ where
     let (Some(m), Some(g)) = (current_m(), current_g()) else {
         return f(); // a plain thread, or already inside `blocking`
     };
+    if tracing::on() {
+        tracing::blocking_entered(m, g);
+    }
     enter_syscall(m, g);
     // Caught so that the P is reclaimed (which may switch Gs) outside the unwind:
     // a G must not move to another thread while unwinding.
     let result = catch_unwind(AssertUnwindSafe(|| out_of_line(f)));
+    if tracing::on() {
+        tracing::emit_on(m, Kind::BlockingExit, g.id(), 0, 0);
+    }
     exit_syscall(m, g);
+    if tracing::on() {
+        tracing::runnable(g);
+        tracing::started(m, g);
+    }
     // A G looping on short calls is not preempted inside them: sysmon's request
     // (it held its P 10 ms) is honoured here.
     crate::runtime::sched::preempt::check();

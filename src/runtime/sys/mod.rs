@@ -12,3 +12,4 @@ pub(in crate::runtime) mod note;
 pub(in crate::runtime) mod os_threads;
 pub(in crate::runtime) mod quadheap;
 pub(in crate::runtime) mod sync_prims;
+pub(in crate::runtime) mod trace_buf;

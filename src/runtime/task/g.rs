@@ -200,7 +200,7 @@ impl WaitReason {
         WaitReason::IoWait,
     ];
 
-    fn from_u8(v: u8) -> WaitReason {
+    pub(crate) fn from_u8(v: u8) -> WaitReason {
         Self::ALL.get(v as usize).copied().unwrap_or(WaitReason::None)
     }
 
@@ -311,6 +311,11 @@ pub(crate) struct G {
     /// Held by `finish` while it retires the G, and by a dump while it reads the
     /// fields above: so a dump never reads a name being freed.
     meta: AtomicBool,
+    /// For the execution trace: when it last became runnable (trace clock
+    /// ticks, with `trace_json::READIED` set if a traced ready did it). Written
+    /// by whoever makes it runnable, before it is queued; read by the M that
+    /// runs it, after dequeuing it (the queue orders the two).
+    trace_ready: AtomicU64,
     ctx: UnsafeCell<Context>,
 }
 
@@ -385,6 +390,7 @@ impl G {
             created_at: Cell::new(Location::caller()),
             name: UnsafeCell::new(None),
             meta: AtomicBool::new(false),
+            trace_ready: AtomicU64::new(0),
             ctx: UnsafeCell::new(Context {
                 coroutine: None,
                 yielder: std::ptr::null(),
@@ -670,6 +676,15 @@ impl G {
 
     pub(crate) fn set_schedlink(&self, next: *const G) {
         self.schedlink.store(next as *mut G, Ordering::Relaxed);
+    }
+
+    /// When it last became runnable, for the execution trace.
+    pub(crate) fn trace_ready(&self) -> u64 {
+        self.trace_ready.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_trace_ready(&self, ticks: u64) {
+        self.trace_ready.store(ticks, Ordering::Relaxed);
     }
 
     pub(crate) fn m_id(&self) -> i64 {

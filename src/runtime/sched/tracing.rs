@@ -1,0 +1,160 @@
+//! The scheduler's execution-trace event sites: what the scheduler, the wait
+//! layer and the poller call to record an event (`sys/trace_buf.rs` records,
+//! `monitor/trace_json.rs` and `runtime/trace.rs` write the trace out).
+//!
+//! Every site is `if tracing::on() { tracing::... }`: with tracing off, one
+//! `Relaxed` load of a flag and a predicted branch. The recording functions are
+//! `#[cold]` and never inlined, so a site adds no code to the hot path but the
+//! test. An event goes into the buffer of the M running the code, or, on a
+//! thread without an M, into the shared chunk.
+//!
+//! Thread: any; each M writes only its own buffer.
+
+use super::m::{current_m, M};
+use crate::runtime::sys::trace_buf::{self, Event, Kind, Source, Stop, NO_P, READIED};
+use crate::runtime::task::g::GRef;
+use std::sync::atomic::Ordering;
+
+pub(crate) use trace_buf::on;
+
+/// Records an event of `kind` from the current thread; returns its timestamp.
+#[cold]
+#[inline(never)]
+pub(crate) fn emit(kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
+    match current_m() {
+        Some(m) => emit_on(m, kind, g, arg, small),
+        None => {
+            let ts = trace_buf::now();
+            trace_buf::record_shared(event(ts, NO_P, kind, g, arg, small));
+            ts
+        }
+    }
+}
+
+/// Records an event of `kind` from M `m` (the calling thread's), on the P it
+/// holds; returns its timestamp.
+#[cold]
+#[inline(never)]
+pub(crate) fn emit_on(m: &M, kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
+    let ts = trace_buf::now();
+    let p = m.p_id().map_or(NO_P, |p| u16::try_from(p).unwrap_or(NO_P));
+    let mut ev = event(ts, p, kind, g, arg, small);
+    ev.m = u32::try_from(m.id()).unwrap_or(trace_buf::NO_M);
+    m.trace.record(ev);
+    ts
+}
+
+/// Records an event about P `p` from a thread without an M (sysmon).
+#[cold]
+#[inline(never)]
+pub(crate) fn emit_for_p(kind: Kind, p: usize, arg: u64, small: u8) {
+    let p = u16::try_from(p).unwrap_or(NO_P);
+    trace_buf::record_shared(event(trace_buf::now(), p, kind, 0, arg, small));
+}
+
+fn event(ts: u64, p: u16, kind: Kind, g: u64, arg: u64, small: u8) -> Event {
+    Event {
+        ts,
+        g,
+        arg,
+        m: trace_buf::NO_M,
+        p,
+        kind,
+        small,
+    }
+}
+
+/// `g` was made runnable by `source`: a flow starts here, ending where it runs.
+#[cold]
+#[inline(never)]
+pub(crate) fn readied(g: GRef, source: Source) {
+    let ts = emit(Kind::Ready, g.id(), 0, source as u8);
+    g.set_trace_ready(ts | READIED);
+}
+
+/// `g` became runnable without a waker (created, or requeued by a yield).
+#[cold]
+#[inline(never)]
+pub(crate) fn runnable(g: GRef) {
+    g.set_trace_ready(trace_buf::now());
+}
+
+/// `g` starts running on M `m`.
+#[cold]
+#[inline(never)]
+pub(crate) fn started(m: &M, g: GRef) {
+    emit_on(m, Kind::Start, g.id(), g.trace_ready(), 0);
+}
+
+/// `g` stopped running on M `m`, for `why` (a park's wait reason is the G's).
+#[cold]
+#[inline(never)]
+pub(crate) fn stopped(m: &M, g: GRef, why: Stop) {
+    let reason = if why == Stop::Park { g.wait_reason() as u64 } else { 0 };
+    emit_on(m, Kind::Stop, g.id(), reason, why as u8);
+    if matches!(why, Stop::Yield | Stop::Preempt) {
+        runnable(g);
+    }
+}
+
+/// A G was created: `g`, with `name`, by the current G or thread.
+#[cold]
+#[inline(never)]
+pub(crate) fn created(g: GRef, name: Option<&str>) {
+    if let Some(name) = name {
+        trace_buf::note_name(g.id(), name);
+    }
+    let creator = super::m::current_g().map_or(0, |c| c.id());
+    emit(Kind::Create, g.id(), creator, 0);
+    runnable(g);
+}
+
+/// `g` yielded on M `m`: asked to by sysmon (a preemption), or of its own.
+#[cold]
+#[inline(never)]
+pub(crate) fn yielded(m: &M, g: GRef) {
+    let preempted = m.preempting.load(Ordering::Relaxed);
+    m.preempting.store(false, Ordering::Relaxed);
+    stopped(m, g, if preempted { Stop::Preempt } else { Stop::Yield });
+}
+
+/// The G of this M yields because sysmon asked it to.
+#[cold]
+#[inline(never)]
+pub(crate) fn preempting(m: &M) {
+    m.preempting.store(true, Ordering::Relaxed);
+}
+
+/// `g` enters a blocking call on M `m`: its run on the P ends, its call on the
+/// M begins.
+#[cold]
+#[inline(never)]
+pub(crate) fn blocking_entered(m: &M, g: GRef) {
+    stopped(m, g, Stop::Blocking);
+    emit_on(m, Kind::BlockingEnter, g.id(), 0, 0);
+}
+
+/// sysmon took P `p` from M `m`, whose G goes on running without it: the
+/// instant on sysmon's track, and the time on `m`, which records where its
+/// run left the P in its own stream when the G stops ([`stopped_without_p`]).
+#[cold]
+#[inline(never)]
+pub(crate) fn retook_from(m: &M, p: usize) {
+    let ts = trace_buf::now();
+    let p16 = u16::try_from(p).unwrap_or(NO_P);
+    trace_buf::record_shared(event(ts, p16, Kind::Retake, 0, 0, 1));
+    m.retaken_at.store(ts, Ordering::Relaxed);
+}
+
+/// The G of M `m` ran on P `p` until sysmon took the P (at the time
+/// [`retook_from`] left): marks the cut in `m`'s stream, before its `Stop`.
+#[cold]
+#[inline(never)]
+pub(crate) fn stopped_without_p(m: &M, p: usize) {
+    let ts = m.retaken_at.swap(0, Ordering::Relaxed);
+    let mut ev = event(ts, u16::try_from(p).unwrap_or(NO_P), Kind::Retake, 0, 0, 1);
+    ev.m = u32::try_from(m.id()).unwrap_or(trace_buf::NO_M);
+    if ts != 0 {
+        m.trace.record(ev);
+    }
+}

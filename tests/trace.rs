@@ -1,0 +1,245 @@
+//! The execution trace (`goro::runtime::trace`, `GORO_TRACE`): a trace of an
+//! imbalanced workload is valid Chrome Trace Event JSON with one track per P,
+//! no two runs overlapping on a P, no event lost, a steal event per steal the
+//! counters saw, and a wake-up behind every run that followed a park; a trace
+//! taken while Gs panic, block and migrate is still valid; start and stop are
+//! checked. Its own binary: tracing is process-wide, and the steal count is
+//! compared with the process's counters. (`GORO_TRACE` through the deadlock
+//! report's exit is a scenario of `tests/deadlock_report.rs`, which has no
+//! libtest threads to keep the report quiet.)
+
+mod common;
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const PROCS: usize = 4;
+
+/// One trace at a time: tests of this binary take turns.
+static TRACING: Mutex<()> = Mutex::new(());
+
+/// A trace written into memory.
+#[derive(Clone, Default)]
+struct Buf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buf {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Traces `f` and returns the trace's events.
+fn trace(f: impl FnOnce()) -> Vec<Value> {
+    let buf = Buf::default();
+    goro::runtime::trace::start(buf.clone()).expect("start");
+    f();
+    goro::runtime::trace::stop().expect("stop");
+    let bytes = buf.0.lock().unwrap().clone();
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Array(events)) => events,
+        other => panic!("not a JSON array: {other:?}"),
+    }
+}
+
+fn spin(n: u64) -> u64 {
+    (0..n).fold(0u64, |a, i| std::hint::black_box(a.wrapping_add(i ^ 0x5555)))
+}
+
+/// The runs (`X` slices of category `g`) per track, sorted by start.
+fn runs_by_track(events: &[Value]) -> HashMap<u64, Vec<&Value>> {
+    let mut runs: HashMap<u64, Vec<&Value>> = HashMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "X" && e["cat"] == "g") {
+        runs.entry(e["tid"].as_u64().unwrap()).or_default().push(e);
+    }
+    for v in runs.values_mut() {
+        v.sort_by(|a, b| a["ts"].as_f64().unwrap().total_cmp(&b["ts"].as_f64().unwrap()));
+    }
+    runs
+}
+
+fn lost(events: &[Value]) -> u64 {
+    let end = events
+        .iter()
+        .find(|e| e["name"] == "goro_trace")
+        .expect("the trace's closing totals");
+    end["args"]["lost"].as_u64().unwrap()
+}
+
+#[test]
+fn a_trace_of_an_imbalanced_workload_is_consistent() {
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let before = goro::runtime::stats().steals;
+    let events = trace(|| {
+        // Every G spawned from one: the other Ps must steal or take from the
+        // global queue to get any; some park on a channel in between.
+        goro::go!(|| {
+            let (tx, rx) = goro::chan::bounded::<u64>(0);
+            let hs: Vec<_> = (0..400)
+                .map(|i| {
+                    let tx = tx.clone();
+                    goro::go!(move || {
+                        let v = spin(20_000 + i * 50);
+                        if i % 4 == 0 {
+                            tx.send(v).unwrap();
+                        }
+                        v
+                    })
+                })
+                .collect();
+            for _ in 0..100 {
+                rx.recv().unwrap();
+            }
+            for h in hs {
+                h.join().unwrap();
+            }
+        })
+        .join()
+        .unwrap();
+    });
+    let steals = goro::runtime::stats().steals - before;
+    assert_eq!(lost(&events), 0, "events were lost");
+
+    // One named track per P.
+    let p_tracks: Vec<u64> = events
+        .iter()
+        .filter(|e| e["name"] == "thread_name" && e["args"]["name"].as_str().unwrap().starts_with('P'))
+        .map(|e| e["tid"].as_u64().unwrap())
+        .collect();
+    let mut distinct = p_tracks.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), p_tracks.len(), "a P track named twice");
+    assert!(distinct.iter().all(|&t| (t as usize) < PROCS), "{distinct:?}");
+    let runs = runs_by_track(&events);
+    assert!(runs.len() >= 2, "the work did not spread: {:?}", runs.keys());
+
+    // No two runs overlap on one P (timestamps are rounded to the ns).
+    for (tid, rs) in &runs {
+        if *tid as usize >= PROCS {
+            continue;
+        }
+        for w in rs.windows(2) {
+            let end = w[0]["ts"].as_f64().unwrap() + w[0]["dur"].as_f64().unwrap();
+            assert!(
+                end <= w[1]["ts"].as_f64().unwrap() + 0.002,
+                "overlap on P{tid}: {} / {}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+
+    // A steal event per steal.
+    let steal_events = events.iter().filter(|e| e["ph"] == "i" && e["name"] == "steal").count() as u64;
+    assert_eq!(steal_events, steals, "steal events vs stats().steals");
+
+    // Every run after a park was caused by a traced wake-up: its flow end
+    // matches a flow start at or before it.
+    let starts: HashMap<&str, f64> = events
+        .iter()
+        .filter(|e| e["ph"] == "s")
+        .map(|e| (e["id"].as_str().unwrap(), e["ts"].as_f64().unwrap()))
+        .collect();
+    let ends: HashMap<&str, f64> = events
+        .iter()
+        .filter(|e| e["ph"] == "f")
+        .map(|e| (e["id"].as_str().unwrap(), e["ts"].as_f64().unwrap()))
+        .collect();
+    let mut per_g: HashMap<u64, Vec<&Value>> = HashMap::new();
+    for e in runs.values().flatten() {
+        per_g.entry(e["args"]["g"].as_u64().unwrap()).or_default().push(e);
+    }
+    let mut parks = 0;
+    for (g, mut rs) in per_g {
+        rs.sort_by(|a, b| a["ts"].as_f64().unwrap().total_cmp(&b["ts"].as_f64().unwrap()));
+        for w in rs.windows(2) {
+            if w[0]["args"]["end"] != "park" {
+                continue;
+            }
+            parks += 1;
+            let next_start = w[1]["ts"].as_f64().unwrap();
+            let woken = ends.iter().any(|(id, &ts)| {
+                id.starts_with(&format!("{g}."))
+                    && (ts - next_start).abs() < 0.002
+                    && starts.get(id).is_some_and(|&s| s <= ts + 0.002)
+            });
+            assert!(woken, "G{g}'s run at {next_start} follows a park without a wake-up");
+        }
+    }
+    assert!(parks > 0, "no G parked and ran again");
+}
+
+#[test]
+fn a_trace_taken_while_gs_panic_block_and_migrate_is_valid() {
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let events = trace(|| {
+        let hs: Vec<_> = (0..32)
+            .map(|i| {
+                goro::go!(move || {
+                    match i % 4 {
+                        0 => panic!("traced panic {i}"),
+                        1 => goro::blocking(|| std::thread::sleep(Duration::from_millis(2))),
+                        2 => goro::time::sleep(Duration::from_millis(1)),
+                        _ => {
+                            for _ in 0..50 {
+                                goro::yield_now();
+                            }
+                        }
+                    }
+                    spin(10_000);
+                })
+            })
+            .collect();
+        for h in hs {
+            let _ = h.join();
+        }
+    });
+    assert_eq!(lost(&events), 0);
+    assert!(events.iter().any(|e| e["cat"] == "blocking"), "no blocking-call slice");
+    assert!(events.iter().any(|e| e["args"]["end"] == "exit"));
+    assert!(events.iter().any(|e| e["args"]["end"] == "yield"));
+}
+
+#[test]
+fn start_twice_and_stop_without_start_are_errors() {
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let err = goro::runtime::trace::stop().unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    goro::runtime::trace::start(std::io::sink()).unwrap();
+    let err = goro::runtime::trace::start(std::io::sink()).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+    goro::runtime::trace::stop().unwrap();
+    assert!(goro::runtime::trace::stop().is_err());
+}
+
+/// A writer that fails: `stop` reports the error.
+struct Broken;
+
+impl Write for Broken {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::other("disk full"))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_writer_is_reported_by_start_or_stop() {
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    assert!(goro::runtime::trace::start(Broken).is_err(), "the first write fails");
+    // Nothing is left running: a new trace starts.
+    goro::runtime::trace::start(std::io::sink()).unwrap();
+    goro::runtime::trace::stop().unwrap();
+}
