@@ -147,7 +147,7 @@ impl Cluster {
         for id in listed {
             let at = self.position(id)?;
             let len = self.workers[at].queue.len();
-            if best.map_or(true, |b| len > self.workers[b].queue.len()) {
+            if best.is_none_or(|b| len > self.workers[b].queue.len()) {
                 best = Some(at);
             }
         }
