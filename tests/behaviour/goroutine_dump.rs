@@ -169,7 +169,9 @@ fn sigquit_prints_the_dump_and_exits_2() {
         until_state(h.id(), GoState::Waiting(WaitReason::ChanRecv));
         // SAFETY: raising a signal at our own process.
         unsafe { libc::raise(libc::SIGQUIT) };
-        std::thread::sleep(Duration::from_secs(30));
+        // Resolving the dump's frames reads the binary's debug info: seconds
+        // on a loaded machine, so a wide margin.
+        std::thread::sleep(Duration::from_secs(120));
         unreachable!("SIGQUIT must end the process");
     }
     let out = common::run_child_in(module_path!(), "sigquit_prints_the_dump_and_exits_2", &[]);

@@ -22,7 +22,11 @@ fn overflow_prints_the_goroutine_and_aborts() {
     if common::is_child() {
         let size: usize = std::env::var("STACK").unwrap().parse().unwrap();
         let in_blocking = std::env::var("IN_BLOCKING").is_ok();
+        // The G overflows only once its id is printed: it could abort the
+        // process first on another P.
+        let (go_on, wait) = goro::chan::bounded::<()>(1);
         let h = goro::go!(goro::Builder::new().name("deep-worker").stack_size(size), move || {
+            wait.recv().unwrap();
             if in_blocking {
                 goro::blocking(|| recurse(0))
             } else {
@@ -31,6 +35,7 @@ fn overflow_prints_the_goroutine_and_aborts() {
         })
         .unwrap();
         println!("CHILD-ID {}", h.id());
+        go_on.send(()).unwrap();
         let _ = h.join();
         unreachable!("the overflow must abort the process");
     }
