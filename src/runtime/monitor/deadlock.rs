@@ -82,7 +82,9 @@ extern "C" fn on_sigquit(_sig: libc::c_int) {
     send(EVENT_SIGQUIT);
 }
 
-/// Installs the SIGQUIT handler if the signal still has its default action.
+/// Installs the SIGQUIT handler unless the program installed its own. An
+/// inherited "ignore" is replaced, as Go's runtime does for every signal but
+/// SIGHUP and SIGINT: a shell starts background jobs with SIGQUIT ignored.
 fn install_sigquit() {
     // SAFETY: a zeroed sigaction is a valid out-buffer; a null new action only
     // reads the current one.
@@ -91,8 +93,8 @@ fn install_sigquit() {
         libc::sigaction(libc::SIGQUIT, std::ptr::null(), &mut current);
         current
     };
-    if current.sa_sigaction != libc::SIG_DFL {
-        return; // the program's own handler, or ignored: left alone
+    if current.sa_sigaction != libc::SIG_DFL && current.sa_sigaction != libc::SIG_IGN {
+        return; // the program's own handler: left alone
     }
     // SAFETY: a zeroed sigaction filled in with a valid one-argument handler.
     unsafe {
