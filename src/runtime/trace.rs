@@ -21,7 +21,7 @@
 //! of buffers). Events that find no buffer are counted and the count is
 //! written at the end of the trace (`"lost"`).
 //!
-//! Thread: `start` and `stop` serialise on [`SESSION`]; the writer thread owns
+//! Thread: `start` and `stop` serialise on [`WRITING`]; the writer thread owns
 //! the JSON writer.
 
 use super::monitor::trace_json::Json;
@@ -33,9 +33,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The trace being written: its writer thread.
-static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+static WRITING: Mutex<Option<Writing>> = Mutex::new(None);
 
-struct Session {
+struct Writing {
     writer: JoinHandle<io::Result<()>>,
 }
 
@@ -53,8 +53,8 @@ const WRITER_PAUSE: Duration = Duration::from_millis(100);
 /// `AlreadyExists` if a trace is being written; an error writing `w`'s first
 /// bytes.
 pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
-    let mut session = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-    if session.is_some() {
+    let mut writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    if writing.is_some() {
         return Err(io::Error::new(
             io::ErrorKind::AlreadyExists,
             "goro: a trace is already being written",
@@ -81,7 +81,7 @@ pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
         .inspect_err(|_| {
             TRACER.end();
         })?;
-    *session = Some(Session { writer });
+    *writing = Some(Writing { writer });
     Ok(())
 }
 
@@ -91,8 +91,8 @@ pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
 /// # Errors
 /// `NotFound` if no trace is being written; the first error writing the trace.
 pub fn stop() -> io::Result<()> {
-    let mut session = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(Session { writer }) = session.take() else {
+    let mut writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(Writing { writer }) = writing.take() else {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
             "goro: no trace is being written",
@@ -139,38 +139,18 @@ fn write_out<W: Write>(mut json: Json<W>) -> io::Result<()> {
             json.set_name(g, name);
         }
         for chunk in chunks {
-            if failed.is_none() {
-                for ev in chunk.events() {
-                    if let Err(e) = json.event(&ev) {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
+            write_events(&mut json, chunk.events(), &mut failed);
             TRACER.recycle(chunk);
         }
         if !trace_buf::on() {
             if let Some(last) = LAST.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 let rest = std::mem::take(&mut TRACER.lock().full);
                 for chunk in rest {
-                    if failed.is_none() {
-                        for ev in chunk.events() {
-                            if let Err(e) = json.event(&ev) {
-                                failed = Some(e);
-                                break;
-                            }
-                        }
-                    }
+                    write_events(&mut json, chunk.events(), &mut failed);
                     TRACER.recycle(chunk);
                 }
                 for events in last {
-                    for ev in &events {
-                        if failed.is_none() {
-                            if let Err(e) = json.event(ev) {
-                                failed = Some(e);
-                            }
-                        }
-                    }
+                    write_events(&mut json, events.into_iter(), &mut failed);
                 }
                 if let Some(e) = failed {
                     return Err(e);
@@ -178,6 +158,19 @@ fn write_out<W: Write>(mut json: Json<W>) -> io::Result<()> {
                 json.finish(TRACER.lost.load(Ordering::Relaxed))?;
                 return Ok(());
             }
+        }
+    }
+}
+
+/// Writes `events` unless writing already failed; the first error is kept.
+fn write_events<W: Write>(json: &mut Json<W>, events: impl Iterator<Item = Event>, failed: &mut Option<io::Error>) {
+    if failed.is_some() {
+        return;
+    }
+    for ev in events {
+        if let Err(e) = json.event(&ev) {
+            *failed = Some(e);
+            return;
         }
     }
 }
