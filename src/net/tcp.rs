@@ -1,4 +1,16 @@
-//! `TcpListener` and `TcpStream` on the netpoller.
+//! `TcpListener` and `TcpStream` on the netpoller: std's types in
+//! non-blocking mode inside a `Registered` (`runtime/netpoll/registered.rs`),
+//! whose I/O loop parks the calling G on `EAGAIN` until the poller sees the
+//! next edge or the operation's deadline passes.
+//!
+//! Invariants: a connecting socket is registered only once `connect` has
+//! started (a socket not yet connecting polls as hung up, which would mark it
+//! sticky for good: docs/decisions/0024-netpoll-short-read-skip.md); any
+//! number of Gs may read, write and accept on one socket at once, each waiting
+//! on its direction's readiness generation; dropping deregisters, wakes the
+//! waiters with an error, then closes the fd exactly once (`Registered`'s
+//! drop). `incoming()` backs off on fd exhaustion instead of failing
+//! (docs/decisions/0031-listener-backlog-and-accept.md).
 
 use super::{rawio, sockaddr};
 use crate::runtime::netpoll::{Dir, Registered};

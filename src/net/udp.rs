@@ -1,4 +1,11 @@
-//! `UdpSocket` on the netpoller.
+//! `UdpSocket` on the netpoller: std's socket in non-blocking mode inside a
+//! `Registered` (`runtime/netpoll/registered.rs`), whose I/O loop parks the
+//! calling G on `EAGAIN` until the next readiness edge or the deadline.
+//!
+//! Invariants: every datagram operation is one syscall (no short-transfer
+//! skip: a datagram socket's reads are whole messages); any number of Gs may
+//! send and receive on one socket at once; dropping deregisters, wakes the
+//! waiters with an error, then closes the fd exactly once.
 
 use crate::runtime::netpoll::{Dir, Registered};
 use std::fmt;

@@ -1,6 +1,6 @@
 //! The example programs, run as their users run them: `cluster_node` fed JSON
 //! lines, `http_echo` over real sockets, `worker_pool` and `skynet`
-//! (`examples_small`); and the HTTP echo example's parsing and writing modules
+//! (`examples_small`), `trace_svg` on traces written by hand; and the HTTP echo example's parsing and writing modules
 //! with their unit and property tests (`http_echo_parts`). Each example runs in
 //! a process of its own (`common::example_bin`).
 
@@ -11,6 +11,7 @@ mod cluster_node;
 mod examples_small;
 mod http_echo;
 mod http_echo_parts;
+mod trace_svg;
 
 // The HTTP echo example's modules, at the crate root as in the example (they
 // name each other `crate::request`...); `http_echo_parts` tests them. The

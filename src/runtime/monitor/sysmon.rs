@@ -45,7 +45,7 @@
 //! - **schedtrace**: prints `GODEBUG=schedtrace` reports.
 //!
 //! It sleeps 20 µs between looks, and after 1 ms without anything to do doubles
-//! that up to 10 ms (Go's pacing); any intervention resets it, and a G entering a
+//! that up to 10 ms (Go's pacing); a retake resets it, and a G entering a
 //! blocking call wakes it from a long sleep so the hand-off is not 10 ms late.
 //! When every P is idle there is nothing to watch: it sleeps until an M takes a P
 //! ([`SysmonLink::p_acquired`](crate::runtime::sched::observers::SysmonLink::p_acquired)), waking only to retire idle Ms, for a timer

@@ -102,7 +102,7 @@ pub(crate) struct PollDesc {
     /// models' stand-in for the timer heap, fired by a model thread
     /// ([`PollDesc::fire_model_timer`]).
     #[cfg(loom)]
-    model_timers: loom::sync::Mutex<Vec<(u64, u64)>>,
+    model_timers: crate::runtime::sys::sync_prims::Mutex<Vec<(u64, u64)>>,
 }
 
 /// The part of a sequence number that travels in an event's token (its top 16
@@ -149,7 +149,7 @@ impl PollDesc {
                 closing: false,
             }),
             #[cfg(loom)]
-            model_timers: loom::sync::Mutex::new(Vec::new()),
+            model_timers: crate::runtime::sys::sync_prims::Mutex::new(Vec::new()),
         }
     }
 

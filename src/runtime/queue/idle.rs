@@ -23,7 +23,7 @@
 //!
 //! Orderings: the counters are `SeqCst` throughout; the lists are under the lock.
 
-use crate::runtime::sys::sync_prims::{AtomicU32, Mutex, Ordering};
+use crate::runtime::sys::sync_prims::{AtomicU32, Mutex, MutexGuard, Ordering};
 
 /// The lists behind the lock.
 pub(crate) struct Lists<W> {
@@ -45,10 +45,7 @@ pub(crate) struct Idle<W> {
 /// The locked lists; counters are kept in step by the methods.
 pub(crate) struct Locked<'a, W> {
     idle: &'a Idle<W>,
-    #[cfg(not(loom))]
-    lists: std::sync::MutexGuard<'a, Lists<W>>,
-    #[cfg(loom)]
-    lists: loom::sync::MutexGuard<'a, Lists<W>>,
+    lists: MutexGuard<'a, Lists<W>>,
 }
 
 impl<W> Idle<W> {

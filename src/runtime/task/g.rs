@@ -95,7 +95,8 @@ impl fmt::Display for GoId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum Status {
-    /// Created, not yet queued.
+    /// Go's "just allocated": never stored (a header is `Dead` until `init`
+    /// makes it `Runnable`), kept so the numbers stay Go's.
     Idle = 0,
     /// In a run queue.
     Runnable = 1,

@@ -14,7 +14,7 @@
 //! 3. The waker takes the lock, removes the waiter from the record, releases the
 //!    lock, and calls [`Waiter::wake`] exactly once. A G goes to the waker's P's
 //!    `runnext` (so a ping-pong pair stays on one P and runs back to back), or to
-//!    the global queue if the waker is not a G; a thread is unparked.
+//!    the global queue if the waker holds no P; a thread is unparked.
 //!
 //! Each wait gets a fresh `Parker`, so a late wake-up can never leak into a later
 //! wait. "Exactly once" is the record's job: whoever removes the waiter from the

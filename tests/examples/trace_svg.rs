@@ -3,7 +3,7 @@
 //! complete event, a window, a 200k-run trace drawn within a bounded size, and bad
 //! input refused with a message and exit status 1. Every SVG must be well-formed XML.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
