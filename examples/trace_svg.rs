@@ -51,6 +51,7 @@ mod summary;
 #[path = "trace_svg/svg.rs"]
 mod svg;
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -171,15 +172,19 @@ fn run(args: &Args) -> Result<(), String> {
         .file_name()
         .map_or(name.clone(), |n| n.to_string_lossy().into_owned());
     let picture = svg::render(&trace, &summary, &window, &file_name, args.width);
-    print!("{}", summary.report(&name, &trace));
     std::fs::write(&output, &picture.text).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
-    println!(
-        "svg: {} ({} bytes, {} elements)",
+    let mut report = summary.report(&name, &trace);
+    report.push_str(&format!(
+        "svg: {} ({} bytes, {} elements)\n",
         output.display(),
         picture.text.len(),
         picture.elements
-    );
-    Ok(())
+    ));
+    // A reader that stops early (`trace_svg t.json | head`) is not an error.
+    match std::io::stdout().lock().write_all(report.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing the summary: {e}")),
+        _ => Ok(()),
+    }
 }
 
 /// A duration in microseconds, in a unit that suits it: `12.5µs`, `3.250ms`, `1.500s`.

@@ -2,7 +2,9 @@
 //! imbalanced workload is valid Chrome Trace Event JSON with one track per P,
 //! no two runs overlapping on a P, no event lost, a steal event per steal the
 //! counters saw, and a wake-up behind every run that followed a park; a trace
-//! taken while Gs panic, block and migrate is still valid; start and stop are
+//! taken while Gs panic, block and migrate is still valid; a G back from a
+//! blocking call with no P free is drawn once, on a P; traces taken one after
+//! another while Gs run hold only their own events; start and stop are
 //! checked. Its own binary: tracing is process-wide, and the steal count is
 //! compared with the process's counters. (`GORO_TRACE` through the deadlock
 //! report's exit is a scenario of `tests/deadlock_report.rs`, which has no
@@ -207,6 +209,132 @@ fn a_trace_taken_while_gs_panic_block_and_migrate_is_valid() {
     assert!(events.iter().any(|e| e["cat"] == "blocking"), "no blocking-call slice");
     assert!(events.iter().any(|e| e["args"]["end"] == "exit"));
     assert!(events.iter().any(|e| e["args"]["end"] == "yield"));
+}
+
+#[test]
+fn gs_leaving_blocking_calls_with_every_p_busy_are_drawn_once() {
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let events = trace(|| {
+        // Yielding hogs keep every P busy, so a G back from a blocking call
+        // finds its P handed away and none idle: it is queued, and its next
+        // run is recorded by whichever M takes it.
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let hogs: Vec<_> = (0..PROCS)
+            .map(|_| {
+                let done = done.clone();
+                goro::go!(move || {
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        spin(20_000);
+                        goro::yield_now();
+                    }
+                })
+            })
+            .collect();
+        let blockers: Vec<_> = (0..16)
+            .map(|_| {
+                goro::go!(|| {
+                    for _ in 0..5 {
+                        goro::blocking(|| std::thread::sleep(Duration::from_millis(1)));
+                        spin(5_000);
+                    }
+                })
+            })
+            .collect();
+        for h in blockers {
+            h.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        for h in hogs {
+            h.join().unwrap();
+        }
+    });
+    assert_eq!(lost(&events), 0);
+    assert!(events.iter().filter(|e| e["cat"] == "blocking").count() >= 80);
+    let created: HashMap<u64, f64> = events
+        .iter()
+        .filter(|e| e["ph"] == "i" && e["name"] == "go")
+        .map(|e| (e["args"]["g"].as_u64().unwrap(), e["ts"].as_f64().unwrap()))
+        .collect();
+    let runs = runs_by_track(&events);
+    for (tid, rs) in &runs {
+        assert!(*tid < 20_000, "a run on the runtime's track: {}", rs[0]);
+        for r in rs {
+            let g = r["args"]["g"].as_u64().unwrap();
+            if let Some(&at) = created.get(&g) {
+                let ts = r["ts"].as_f64().unwrap();
+                assert!(ts + 0.002 >= at, "G{g} runs at {ts}, before its creation at {at}: {r}");
+            }
+        }
+        for w in rs.windows(2) {
+            let end = w[0]["ts"].as_f64().unwrap() + w[0]["dur"].as_f64().unwrap();
+            assert!(
+                end <= w[1]["ts"].as_f64().unwrap() + 0.002,
+                "overlap on track {tid}: {} / {}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+}
+
+#[test]
+fn traces_taken_one_after_another_while_gs_run_hold_only_their_own_events() {
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    // Ping-pong pairs and blocking calls record events on every M the whole
+    // time; each trace must start clean (no event of the one before, whose
+    // time would fall before its start) and end complete.
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pairs: Vec<_> = (0..PROCS)
+        .map(|i| {
+            let done = done.clone();
+            goro::go!(move || {
+                let (ping_tx, ping_rx) = goro::chan::bounded::<u64>(0);
+                let (pong_tx, pong_rx) = goro::chan::bounded::<u64>(0);
+                let echo = goro::go!(move || {
+                    for v in ping_rx.iter() {
+                        if v % 64 == 0 {
+                            goro::blocking(|| std::hint::black_box(v));
+                        }
+                        pong_tx.send(v).unwrap();
+                    }
+                });
+                let mut n = i as u64;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    ping_tx.send(n).unwrap();
+                    n = pong_rx.recv().unwrap() + 1;
+                }
+                drop(ping_tx);
+                echo.join().unwrap();
+            })
+        })
+        .collect();
+    for _ in 0..12 {
+        let events = trace(|| {
+            let hs: Vec<_> = (0..50).map(|i| goro::go!(move || spin(2_000 + i))).collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+        });
+        assert_eq!(lost(&events), 0);
+        let written = events.iter().find(|e| e["name"] == "goro_trace").unwrap()["args"]["events"]
+            .as_u64()
+            .unwrap();
+        assert!(written > 100, "{written} events");
+        let creates = events.iter().filter(|e| e["ph"] == "i" && e["name"] == "go").count();
+        assert!(creates >= 50, "{creates} `go` instants for 50 spawns");
+        for e in events
+            .iter()
+            .filter(|e| matches!(e["ph"].as_str(), Some("i" | "s" | "f")))
+        {
+            assert!(e["ts"].as_f64().unwrap() > 0.0, "an event from before the trace: {e}");
+        }
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in pairs {
+        h.join().unwrap();
+    }
 }
 
 #[test]

@@ -17,17 +17,20 @@ pub enum End {
     Preempt,
     Exit,
     Blocking,
+    /// sysmon took the P: the run goes on, on the M's track.
+    Retaken,
     Other,
     Missing,
 }
 
 impl End {
-    pub const ALL: [End; 7] = [
+    pub const ALL: [End; 8] = [
         End::Park,
         End::Yield,
         End::Preempt,
         End::Exit,
         End::Blocking,
+        End::Retaken,
         End::Other,
         End::Missing,
     ];
@@ -39,6 +42,7 @@ impl End {
             End::Preempt => "preempt",
             End::Exit => "exit",
             End::Blocking => "blocking",
+            End::Retaken => "retaken",
             End::Other => "other",
             End::Missing => "no end",
         }
@@ -295,6 +299,7 @@ impl Trace {
                 Some("preempt") => End::Preempt,
                 Some("exit") => End::Exit,
                 Some("blocking") => End::Blocking,
+                Some("retaken") => End::Retaken,
                 Some(_) => End::Other,
             };
             reason = a.str("reason")?.map(|r| self.names.intern(r));

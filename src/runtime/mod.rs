@@ -37,7 +37,7 @@
 // The runtime is in layers, bottom to top; a file names only its own layer
 // and those below it (`.ci/layers.py` checks this), and only the scheduling
 // core's files import each other in a circle. The files directly here are the
-// root: this public face and `boot.rs`.
+// root: this public face, `boot.rs`, `trace.rs` and `loom_models.rs`.
 //
 // sys/     knows nothing of G, M or P
 //   altstack.rs      each M's alternate signal stack
@@ -51,6 +51,7 @@
 //   quadheap.rs      the 4-ary heap under the timers
 //   sync_prims.rs    the one place loom is swapped in
 //   trace_buf.rs     execution-trace events in per-M chunks; the trace clock
+//   trace_spill.rs   the trace's events kept raw in a file until the trace stops
 // task/    what a goroutine is
 //   block.rs         the type-erased task block a spawn allocates
 //   creators.rs      the plain threads that spawned Gs, for "created by thread"
@@ -82,7 +83,7 @@
 //   schedule.rs      the loop every M runs: find a G, run it, handle its switch
 //   state.rs         Sched, the global state; sched() starts it on first use
 //   switch.rs        a G switching out to its M's loop; yield_now
-//   syscall.rs       goro::blocking (Go's entersyscall/exitsyscall)
+//   syscall.rs       goro::blocking, on ownership.rs's enter/exit_syscall
 //   template.rs      the template thread that starts wired Ms' threads
 //   timers.rs        a P's timer heap
 //   tracing.rs       the execution trace's event sites
@@ -94,6 +95,7 @@
 // netpoll/ the poll descriptors Gs wait on for sockets, as in Go's runtime
 //   desc.rs          a socket's readiness, waiters and deadlines; the poller's events
 //   registered.rs    a registered socket and the I/O loop `goro::net` runs in
+//   loom_models.rs   loom models of readiness, close and deadlines against parking
 // monitor/ the observers: they watch and report, nothing below calls them
 //   deadlock.rs      the deadlock report and SIGQUIT's dump (the reporter thread)
 //   dump.rs          goroutines(): Go's traceback of every G
@@ -104,7 +106,7 @@
 //   stats.rs         stats(): the scheduler's counters
 //   sysmon.rs        sysmon: retakes, preemption, netpoll, timers, idle Ms
 //   trace_json.rs    the execution trace's events as Chrome Trace Event JSON
-// boot.rs            start-up: the one file that names every layer
+// boot.rs            start-up: wires the layers (handlers, poller, reporter, sysmon, GORO_TRACE)
 // loom_models.rs     loom models of the queues, parking and ownership protocols
 // trace.rs           goro::runtime::trace: start, stop, GORO_TRACE, the writer thread
 //
@@ -119,9 +121,9 @@
 // (`Parker::park`) → sched/switch.rs (`switch_out`) → back in `execute`,
 // which drops the waiter's lock → a waker: sched/ready.rs (`Waiter::wake`,
 // `ready` into its P's `runnext`) → `execute` again → the body returns:
-// sched/newproc.rs (`JoinSlot::complete` wakes the joiner) → schedule.rs
-// `exit_g` (`G::finish`; the header back through sched/p.rs `gfput`, the
-// stack to its P's cache).
+// sched/newproc.rs (`JoinSlot::complete` wakes the joiner) → `execute` puts
+// the stack in its P's cache → schedule.rs `exit_g` (`G::finish`; the header
+// back through sched/p.rs `gfput`).
 
 mod boot;
 #[cfg(all(test, loom))]

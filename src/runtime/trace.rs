@@ -6,7 +6,7 @@
 //!
 //! ```
 //! let file = std::fs::File::create(std::env::temp_dir().join("goro-doc.json"))?;
-//! goro::runtime::trace::start(std::io::BufWriter::new(file))?;
+//! goro::runtime::trace::start(file)?;
 //! goro::go!(|| goro::time::sleep(std::time::Duration::from_millis(1))).join().unwrap();
 //! goro::runtime::trace::stop()?;
 //! # Ok::<(), std::io::Error>(())
@@ -16,21 +16,24 @@
 //! process exits (from `main`, `std::process::exit`, or the deadlock report).
 //!
 //! Recording costs each M a time-stamp read and a store per event, into
-//! buffers of its own (`trace_buf.rs`); the writer thread (`goro-trace`)
-//! turns full buffers into JSON as they fill, so memory stays bounded (16 MiB
-//! of buffers). Events that find no buffer are counted and the count is
+//! buffers of its own (`sys/trace_buf.rs`). The writer thread (`goro-trace`)
+//! appends full buffers, raw, to an unnamed spill file (`sys/trace_spill.rs`)
+//! and turns them into JSON when the trace stops, so the program shares no
+//! CPU with JSON formatting while it is traced; memory stays bounded (16 MiB
+//! of buffers). Where no spill file can be made, the writer formats as the
+//! buffers fill. Events that find no buffer are counted and the count is
 //! written at the end of the trace (`"lost"`).
 //!
 //! Thread: `start` and `stop` serialise on [`WRITING`]; the writer thread owns
-//! the JSON writer.
+//! the JSON writer and the spill file.
 
 use super::monitor::trace_json::Json;
-use super::sys::trace_buf::{self, Event, TRACER};
+use super::sys::trace_buf::{self, Chunk, Event, TRACER};
+use super::sys::trace_spill::Spill;
 use std::io::{self, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// The trace being written: its writer thread.
 static WRITING: Mutex<Option<Writing>> = Mutex::new(None);
@@ -39,15 +42,8 @@ struct Writing {
     writer: JoinHandle<io::Result<()>>,
 }
 
-/// What `stop` hands the writer thread: the events of the buffers' last
-/// chunks.
-static LAST: Mutex<Option<Vec<Vec<Event>>>> = Mutex::new(None);
-
-/// How long the writer waits for a full buffer before it flushes what it wrote.
-const WRITER_PAUSE: Duration = Duration::from_millis(100);
-
-/// Starts tracing into `w` (buffer it: the trace is written a line per
-/// event). The trace runs until [`stop`]; the runtime starts if it has not.
+/// Starts tracing into `w`. The trace runs until [`stop`]; the runtime starts
+/// if it has not.
 ///
 /// # Errors
 /// `AlreadyExists` if a trace is being written; an error writing `w`'s first
@@ -69,6 +65,7 @@ pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
             json.set_name(snap.id, name);
         }
     }
+    let spill = Spill::create().ok();
     if !TRACER.begin() {
         return Err(io::Error::new(
             io::ErrorKind::AlreadyExists,
@@ -77,19 +74,19 @@ pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
     }
     let writer = std::thread::Builder::new()
         .name("goro-trace".into())
-        .spawn(move || write_out(json))
-        .inspect_err(|_| {
-            TRACER.end();
-        })?;
+        .spawn(move || write_out(json, spill))
+        .inspect_err(|_| TRACER.end())?;
     *writing = Some(Writing { writer });
     Ok(())
 }
 
 /// Stops tracing, writes out every recorded event and the trace's end, and
-/// flushes the writer.
+/// flushes the writer. The events are turned into JSON here (a few million
+/// per second), so `stop` takes longer the more was recorded.
 ///
 /// # Errors
-/// `NotFound` if no trace is being written; the first error writing the trace.
+/// `NotFound` if no trace is being written; the first error writing the trace,
+/// or keeping its events in the spill file (those events are counted lost).
 pub fn stop() -> io::Result<()> {
     let mut writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
     let Some(Writing { writer }) = writing.take() else {
@@ -98,79 +95,114 @@ pub fn stop() -> io::Result<()> {
             "goro: no trace is being written",
         ));
     };
-    let last = TRACER.end();
-    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(last);
-    {
-        let _state = TRACER.lock();
-        TRACER.ready.notify_all();
-    }
-    match writer.join() {
+    TRACER.end();
+    let result = match writer.join() {
         Ok(result) => result,
         Err(_) => Err(io::Error::other("goro: the trace writer panicked")),
+    };
+    TRACER.trim();
+    result
+}
+
+/// Where the writer keeps full chunks until the trace ends.
+struct Keep<W: Write> {
+    json: Json<W>,
+    spill: Option<Spill>,
+    /// The first error writing the JSON: nothing more is written.
+    json_failed: Option<io::Error>,
+    /// The first error appending to the spill file: later events are lost.
+    spill_failed: Option<io::Error>,
+}
+
+impl<W: Write> Keep<W> {
+    /// Spills `chunk`'s events, or formats them if there is no spill file.
+    fn keep(&mut self, chunk: &Chunk) {
+        match &mut self.spill {
+            Some(_) if self.spill_failed.is_some() => self.lose(chunk.events()),
+            Some(spill) => {
+                if let Err(e) = spill.append(chunk.events()) {
+                    self.spill_failed = Some(e);
+                    self.lose(chunk.events());
+                }
+            }
+            None => self.write(chunk.events()),
+        }
+    }
+
+    fn lose(&self, events: impl Iterator<Item = Event>) {
+        TRACER.lost.fetch_add(events.count() as u64, Ordering::Relaxed);
+    }
+
+    /// Formats `events` unless writing already failed.
+    fn write(&mut self, events: impl Iterator<Item = Event>) {
+        if self.json_failed.is_some() {
+            return;
+        }
+        for ev in events {
+            if let Err(e) = self.json.event(&ev) {
+                self.json_failed = Some(e);
+                return;
+            }
+        }
+    }
+
+    /// The trace ended: the spilled events, then the buffers' last ones, in
+    /// JSON, and the trace's end.
+    fn finish(mut self, last: Vec<Vec<Event>>) -> io::Result<()> {
+        if let Some(mut spill) = self.spill.take() {
+            let json = &mut self.json;
+            if let Err(e) = spill.read_back(|ev| json.event(ev)) {
+                self.json_failed.get_or_insert(e);
+            }
+        }
+        for events in last {
+            self.write(events.into_iter());
+        }
+        if let Some(e) = self.json_failed {
+            return Err(e);
+        }
+        self.json.finish(TRACER.lost.load(Ordering::Relaxed))?;
+        match self.spill_failed {
+            Some(e) => Err(io::Error::new(
+                e.kind(),
+                format!("goro: the trace's spill file: {e} (the events after it are counted lost)"),
+            )),
+            None => Ok(()),
+        }
     }
 }
 
-/// The writer thread: JSON for each full chunk as it comes, then for the last
-/// chunks that `stop` collected.
-fn write_out<W: Write>(mut json: Json<W>) -> io::Result<()> {
+/// The writer thread: keeps each full chunk as it comes, and writes the
+/// whole trace out when it ends.
+fn write_out<W: Write>(json: Json<W>, spill: Option<Spill>) -> io::Result<()> {
     // The runtime's own: the deadlock check does not wait for it.
     let _runtime_thread = super::sys::os_threads::register();
-    let mut failed: Option<io::Error> = None;
+    let mut keep = Keep {
+        json,
+        spill,
+        json_failed: None,
+        spill_failed: None,
+    };
     loop {
-        let (chunks, names) = {
+        let (chunks, names, last) = {
             let mut state = TRACER.lock();
-            while state.full.is_empty() && trace_buf::on() && state.names.is_empty() {
-                state = TRACER
-                    .ready
-                    .wait_timeout(state, WRITER_PAUSE)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                if state.full.is_empty() && failed.is_none() {
-                    drop(state);
-                    if let Err(e) = json.flush() {
-                        failed = Some(e);
-                    }
-                    state = TRACER.lock();
-                }
+            while state.full.is_empty() && state.names.is_empty() && state.last.is_none() {
+                state = TRACER.ready.wait(state).unwrap_or_else(|e| e.into_inner());
             }
-            (std::mem::take(&mut state.full), std::mem::take(&mut state.names))
+            // `end` sets `last` under the lock after the trace's last full
+            // chunk was queued: taken together, nothing comes after them.
+            let full = std::mem::take(&mut state.full);
+            (full, std::mem::take(&mut state.names), state.last.take())
         };
         for (g, name) in names {
-            json.set_name(g, name);
+            keep.json.set_name(g, name);
         }
         for chunk in chunks {
-            write_events(&mut json, chunk.events(), &mut failed);
+            keep.keep(&chunk);
             TRACER.recycle(chunk);
         }
-        if !trace_buf::on() {
-            if let Some(last) = LAST.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                let rest = std::mem::take(&mut TRACER.lock().full);
-                for chunk in rest {
-                    write_events(&mut json, chunk.events(), &mut failed);
-                    TRACER.recycle(chunk);
-                }
-                for events in last {
-                    write_events(&mut json, events.into_iter(), &mut failed);
-                }
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                json.finish(TRACER.lost.load(Ordering::Relaxed))?;
-                return Ok(());
-            }
-        }
-    }
-}
-
-/// Writes `events` unless writing already failed; the first error is kept.
-fn write_events<W: Write>(json: &mut Json<W>, events: impl Iterator<Item = Event>, failed: &mut Option<io::Error>) {
-    if failed.is_some() {
-        return;
-    }
-    for ev in events {
-        if let Err(e) = json.event(&ev) {
-            *failed = Some(e);
-            return;
+        if let Some(last) = last {
+            return keep.finish(last);
         }
     }
 }
@@ -188,7 +220,7 @@ pub(crate) fn start_from_env() {
             return;
         }
     };
-    if let Err(e) = start(io::BufWriter::with_capacity(1 << 20, file)) {
+    if let Err(e) = start(file) {
         eprintln!("goro: GORO_TRACE: {e}");
         return;
     }

@@ -5,7 +5,9 @@
 //! whose P sysmon retook, is [`M_TRACK`] + its id; events of threads without an M or P go on [`RUNTIME_TRACK`]. A G's run
 //! is an `X` slice on its P's track, named `G<id>` or `G<id> <name>`, from its
 //! `Start` to its `Stop` on the same M; its `args` say when it became runnable
-//! (`ready_ts`) and why it stopped (`end`, and for a park the wait `reason`).
+//! (`ready_ts`; none for the part of a run after a retake, or when that was
+//! before the trace) and why it stopped
+//! (`end`, and for a park the wait `reason`).
 //! A `Ready` event is a flow start (`s`) on the waker's track; the run it
 //! caused carries the matching flow end (`f`, bound to the slice). Steals,
 //! global-queue takes, netpoll and timer wake-ups, retakes, P and M changes
@@ -15,12 +17,15 @@
 //! the JSON importers sort by time. Every line ends in a comma, and the array
 //! is closed only by [`Json::finish`]: a trace cut short still opens.
 //!
+//! Formatting is by hand into one byte buffer (integers, microseconds with
+//! three decimals from integer nanoseconds): the conversion runs when a trace
+//! stops, and its speed is how long `stop` takes.
+//!
 //! Thread: owned by the trace writer thread.
 
 use crate::runtime::sys::trace_buf::{Event, Kind, Source, Stop, NO_M, NO_P, READIED};
 use crate::runtime::task::g::WaitReason;
-use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 /// The track of M `m` while it is in a blocking call: `M_TRACK + m`.
@@ -30,6 +35,8 @@ pub(crate) const RUNTIME_TRACK: u64 = 20_000;
 
 /// The `end` of a run cut short on its P by a retake (not a [`Stop`]).
 const RETAKEN: u8 = u8::MAX;
+/// Bytes gathered before they go to the output.
+const FLUSH_AT: usize = 1 << 16;
 
 /// A G run under way on one M.
 #[derive(Debug, Clone, Copy)]
@@ -37,259 +44,384 @@ struct Open {
     g: u64,
     p: u16,
     start: u64,
-    ready: u64,
+    /// When it became runnable (ticks, [`READIED`] flag); `None` for the part
+    /// of a run after a retake.
+    ready: Option<u64>,
 }
 
 /// The JSON writer's state.
 pub(crate) struct Json<W: Write> {
     out: W,
-    line: String,
-    /// Ticks at the trace's start, and ticks per microsecond.
+    buf: Vec<u8>,
+    /// Ticks at the trace's start, and nanoseconds per tick.
     t0: u64,
-    tpu: f64,
-    /// Per M: the G run under way, and the blocking call under way.
-    runs: HashMap<u32, Open>,
-    blocking: HashMap<u32, (u64, u64)>,
-    named: HashSet<u64>,
+    ns_per_tick: f64,
+    /// By M id: the G run under way, and the blocking call under way (G, start).
+    runs: Vec<Option<Open>>,
+    blocking: Vec<Option<(u64, u64)>>,
+    /// By M id: a blocking call ended and no run started since (a `Stop`
+    /// then is the G leaving an M without a P, its run already drawn).
+    left_blocking: Vec<bool>,
+    /// Tracks whose names were written: Ps by id, Ms by id.
+    named_p: Vec<bool>,
+    named_m: Vec<bool>,
     names: HashMap<u64, String>,
     pub(crate) events: u64,
 }
 
+/// `v[i]`, growing `v` with defaults to reach it.
+fn slot<T: Default + Clone>(v: &mut Vec<T>, i: usize) -> &mut T {
+    if i >= v.len() {
+        v.resize(i + 1, T::default());
+    }
+    &mut v[i]
+}
+
+/// Appends `v` in decimal.
+fn num(buf: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+/// Appends `ns` as microseconds with three decimals.
+fn micros(buf: &mut Vec<u8>, ns: u64) {
+    num(buf, ns / 1000);
+    let frac = ns % 1000;
+    buf.extend_from_slice(&[
+        b'.',
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ]);
+}
+
 impl<W: Write> Json<W> {
-    /// Starts the array with the process's name.
-    pub(crate) fn new(out: W, t0: u64, tpu: f64) -> io::Result<Json<W>> {
+    /// Starts the array with the process's name, written to `out` at once (an
+    /// unusable writer fails here).
+    pub(crate) fn new(out: W, t0: u64, ticks_per_us: f64) -> io::Result<Json<W>> {
         let mut json = Json {
             out,
-            line: String::with_capacity(256),
+            buf: Vec::with_capacity(FLUSH_AT + 1024),
             t0,
-            tpu,
-            runs: HashMap::new(),
-            blocking: HashMap::new(),
-            named: HashSet::new(),
+            ns_per_tick: 1000.0 / ticks_per_us,
+            runs: Vec::new(),
+            blocking: Vec::new(),
+            left_blocking: Vec::new(),
+            named_p: Vec::new(),
+            named_m: Vec::new(),
             names: HashMap::new(),
             events: 0,
         };
-        json.out
-            .write_all(b"[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"goro\"}},\n")?;
-        json.name_track(RUNTIME_TRACK, "runtime")?;
+        json.buf.extend_from_slice(
+            b"[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"goro\"}},\n",
+        );
+        json.name_track(RUNTIME_TRACK, b"runtime", None);
+        json.flush()?;
         Ok(json)
     }
 
-    /// The name of G `g` for its slices, from now on.
+    /// The name of G `g` for its slices.
     pub(crate) fn set_name(&mut self, g: u64, name: String) {
         self.names.insert(g, name);
     }
 
-    fn us(&self, ticks: u64) -> f64 {
-        ticks.saturating_sub(self.t0) as f64 / self.tpu
+    /// Nanoseconds from the trace's start.
+    fn ns(&self, ticks: u64) -> u64 {
+        (ticks.saturating_sub(self.t0) as f64 * self.ns_per_tick) as u64
     }
 
-    fn name_track(&mut self, tid: u64, name: &str) -> io::Result<()> {
-        if !self.named.insert(tid) {
-            return Ok(());
-        }
+    /// The metadata naming track `tid` `name` (with `suffix` number appended).
+    fn name_track(&mut self, tid: u64, name: &[u8], suffix: Option<u64>) {
         let sort = if tid >= RUNTIME_TRACK { 1 << 30 } else { tid };
-        writeln!(
-            self.out,
-            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":{tid},\"args\":{{\"name\":\"{name}\"}}}},\n\
-             {{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":{tid},\"args\":{{\"sort_index\":{sort}}}}},"
-        )
+        let b = &mut self.buf;
+        b.extend_from_slice(b"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":");
+        num(b, tid);
+        b.extend_from_slice(b",\"args\":{\"name\":\"");
+        b.extend_from_slice(name);
+        if let Some(n) = suffix {
+            num(b, n);
+        }
+        if (M_TRACK..RUNTIME_TRACK).contains(&tid) {
+            b.extend_from_slice(b" (no P)");
+        }
+        b.extend_from_slice(b"\"}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":");
+        num(b, tid);
+        b.extend_from_slice(b",\"args\":{\"sort_index\":");
+        num(b, sort);
+        b.extend_from_slice(b"}},\n");
     }
 
     /// The track an event of M `m` on P `p` is drawn on.
-    fn track(&mut self, m: u32, p: u16) -> io::Result<u64> {
+    fn track(&mut self, m: u32, p: u16) -> u64 {
         if p != NO_P {
-            let tid = u64::from(p);
-            if !self.named.contains(&tid) {
-                self.name_track(tid, &format!("P{p}"))?;
+            if !std::mem::replace(slot(&mut self.named_p, usize::from(p)), true) {
+                self.name_track(u64::from(p), b"P", Some(u64::from(p)));
             }
-            Ok(tid)
-        } else if m != NO_M && self.blocking.contains_key(&m) {
-            Ok(self.m_track(m)?)
+            u64::from(p)
+        } else if m != NO_M && self.blocking.get(m as usize).is_some_and(Option::is_some) {
+            self.m_track(m)
         } else {
-            Ok(RUNTIME_TRACK)
+            RUNTIME_TRACK
         }
     }
 
-    fn m_track(&mut self, m: u32) -> io::Result<u64> {
+    fn m_track(&mut self, m: u32) -> u64 {
         let tid = M_TRACK + u64::from(m);
-        if !self.named.contains(&tid) {
-            self.name_track(tid, &format!("M{m} (no P)"))?;
+        if !std::mem::replace(slot(&mut self.named_m, m as usize), true) {
+            self.name_track(tid, b"M", Some(u64::from(m)));
         }
-        Ok(tid)
+        tid
+    }
+
+    /// The start of an event object: `{"ph":"<ph>",` then `rest`.
+    fn begin(&mut self, ph: u8, rest: &[u8]) {
+        self.buf.extend_from_slice(b"{\"ph\":\"");
+        self.buf.push(ph);
+        self.buf.extend_from_slice(b"\",");
+        self.buf.extend_from_slice(rest);
+    }
+
+    /// `,"pid":1,"tid":<tid>,"ts":<us>`
+    fn where_when(&mut self, tid: u64, ns: u64) {
+        self.buf.extend_from_slice(b",\"pid\":1,\"tid\":");
+        num(&mut self.buf, tid);
+        self.buf.extend_from_slice(b",\"ts\":");
+        micros(&mut self.buf, ns);
+    }
+
+    /// `<id>.<stamp>`: a flow's id, from the readied G and the ready's time.
+    fn flow_id(&mut self, g: u64, stamp: u64) {
+        self.buf.extend_from_slice(b",\"id\":\"");
+        num(&mut self.buf, g);
+        self.buf.push(b'.');
+        num(&mut self.buf, stamp);
+        self.buf.push(b'"');
     }
 
     /// Writes out one event (or, for a `Start`, remembers it until its `Stop`).
     pub(crate) fn event(&mut self, ev: &Event) -> io::Result<()> {
         self.events += 1;
-        let ts = self.us(ev.ts);
-        self.line.clear();
+        let ns = self.ns(ev.ts);
         match ev.kind {
             Kind::Start => {
-                let open = Open {
-                    g: ev.g,
-                    p: ev.p,
-                    start: ev.ts,
-                    ready: ev.arg,
-                };
-                self.runs.insert(ev.m, open);
-                if ev.arg & READIED != 0 {
-                    let tid = self.track(ev.m, ev.p)?;
-                    let _ = write!(
-                        self.line,
-                        "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ready\",\"name\":\"ready\",\"id\":\"{}.{}\",\"pid\":1,\"tid\":{tid},\"ts\":{ts:.3}}},",
-                        ev.g,
-                        ev.arg & !READIED
-                    );
+                // Runnable since before the trace: when, and who readied it,
+                // are not in it.
+                let known = ev.arg & !READIED >= self.t0;
+                if ev.m != NO_M {
+                    *slot(&mut self.left_blocking, ev.m as usize) = false;
+                    *slot(&mut self.runs, ev.m as usize) = Some(Open {
+                        g: ev.g,
+                        p: ev.p,
+                        start: ev.ts,
+                        ready: known.then_some(ev.arg),
+                    });
+                }
+                if known && ev.arg & READIED != 0 {
+                    let tid = self.track(ev.m, ev.p);
+                    self.begin(b'f', b"\"bp\":\"e\",\"cat\":\"ready\",\"name\":\"ready\"");
+                    self.flow_id(ev.g, ev.arg & !READIED);
+                    self.where_when(tid, ns);
+                    self.buf.extend_from_slice(b"},\n");
                 }
             }
             Kind::Stop => {
-                let open = match self.runs.remove(&ev.m) {
+                let left_blocking = self
+                    .left_blocking
+                    .get_mut(ev.m as usize)
+                    .is_some_and(|b| std::mem::replace(b, false));
+                let open = match self.runs.get_mut(ev.m as usize).and_then(Option::take) {
                     Some(open) if open.g == ev.g => open,
+                    _ if left_blocking => return Ok(()),
                     // Running when the trace started.
                     _ => Open {
                         g: ev.g,
                         p: ev.p,
                         start: self.t0,
-                        ready: self.t0,
+                        ready: None,
                     },
                 };
-                self.slice(ev, open)?;
+                self.slice(ev, open);
             }
             Kind::Ready => {
-                let tid = self.track(ev.m, ev.p)?;
-                let from = match ev.small {
-                    s if s == Source::Netpoll as u8 => "netpoll",
-                    s if s == Source::Timer as u8 => "timer",
-                    _ => "thread",
+                let tid = self.track(ev.m, ev.p);
+                let from: &[u8] = match ev.small {
+                    s if s == Source::Netpoll as u8 => b"netpoll",
+                    s if s == Source::Timer as u8 => b"timer",
+                    _ => b"thread",
                 };
-                let _ = write!(
-                    self.line,
-                    "{{\"ph\":\"s\",\"cat\":\"ready\",\"name\":\"ready\",\"id\":\"{}.{}\",\"pid\":1,\"tid\":{tid},\"ts\":{ts:.3},\"args\":{{\"g\":{},\"by\":\"{from}\"}}}},",
-                    ev.g, ev.ts, ev.g
-                );
+                self.begin(b's', b"\"cat\":\"ready\",\"name\":\"ready\"");
+                self.flow_id(ev.g, ev.ts);
+                self.where_when(tid, ns);
+                self.buf.extend_from_slice(b",\"args\":{\"g\":");
+                num(&mut self.buf, ev.g);
+                self.buf.extend_from_slice(b",\"by\":\"");
+                self.buf.extend_from_slice(from);
+                self.buf.extend_from_slice(b"\"}},\n");
             }
-            Kind::BlockingEnter => {
-                self.blocking.insert(ev.m, (ev.g, ev.ts));
+            Kind::BlockingEnter if ev.m != NO_M => {
+                *slot(&mut self.blocking, ev.m as usize) = Some((ev.g, ev.ts));
             }
-            Kind::BlockingExit => {
-                let (g, start) = self.blocking.remove(&ev.m).unwrap_or((ev.g, self.t0));
-                let tid = self.m_track(ev.m)?;
-                let start_us = self.us(start);
-                let _ = write!(
-                    self.line,
-                    "{{\"ph\":\"X\",\"cat\":\"blocking\",\"name\":\"G{g} blocking\",\"pid\":1,\"tid\":{tid},\"ts\":{start_us:.3},\"dur\":{:.3},\"args\":{{\"g\":{g},\"m\":{}}}}},",
-                    (ts - start_us).max(0.0),
-                    ev.m
-                );
+            Kind::BlockingExit if ev.m != NO_M => {
+                *slot(&mut self.left_blocking, ev.m as usize) = true;
+                let (g, start) = self
+                    .blocking
+                    .get_mut(ev.m as usize)
+                    .and_then(Option::take)
+                    .unwrap_or((ev.g, self.t0));
+                let tid = self.m_track(ev.m);
+                let start_ns = self.ns(start);
+                self.begin(b'X', b"\"cat\":\"blocking\",\"name\":\"G");
+                num(&mut self.buf, g);
+                self.buf.extend_from_slice(b" blocking\"");
+                self.where_when(tid, start_ns);
+                self.buf.extend_from_slice(b",\"dur\":");
+                micros(&mut self.buf, ns.saturating_sub(start_ns));
+                self.buf.extend_from_slice(b",\"args\":{\"g\":");
+                num(&mut self.buf, g);
+                self.buf.extend_from_slice(b",\"m\":");
+                num(&mut self.buf, u64::from(ev.m));
+                self.buf.extend_from_slice(b"}},\n");
             }
             // The retaken M's own mark: where its G's run left the P.
-            Kind::Retake if ev.m != NO_M => self.split_retaken(ev)?,
-            _ => self.instant(ev, ts)?,
+            Kind::Retake if ev.m != NO_M => self.split_retaken(ev),
+            Kind::BlockingEnter | Kind::BlockingExit => {}
+            _ => self.instant(ev, ns),
         }
-        if !self.line.is_empty() {
-            self.line.push('\n');
-            self.out.write_all(self.line.as_bytes())?;
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
         }
         Ok(())
     }
 
     /// sysmon took the P from the G running on M `ev.m`: that run ends on the
     /// P and goes on, without it, on the M's track until the G stops.
-    fn split_retaken(&mut self, ev: &Event) -> io::Result<()> {
-        let Some(&open) = self.runs.get(&ev.m) else {
-            return Ok(());
+    fn split_retaken(&mut self, ev: &Event) {
+        let Some(open) = self.runs.get(ev.m as usize).copied().flatten() else {
+            return;
         };
         let cut = Event { small: RETAKEN, ..*ev };
-        self.slice(&cut, open)?;
-        self.runs.insert(
-            ev.m,
-            Open {
-                p: NO_P,
-                start: ev.ts,
-                ..open
-            },
-        );
-        Ok(())
+        self.slice(&cut, open);
+        self.runs[ev.m as usize] = Some(Open {
+            p: NO_P,
+            start: ev.ts,
+            ready: None,
+            ..open
+        });
     }
 
-    fn slice(&mut self, ev: &Event, open: Open) -> io::Result<()> {
+    fn slice(&mut self, ev: &Event, open: Open) {
         let tid = match open.p {
-            NO_P => self.m_track(ev.m)?,
-            p => self.track(ev.m, p)?,
+            NO_P => self.m_track(ev.m),
+            p => self.track(ev.m, p),
         };
-        let start = self.us(open.start);
-        let dur = (self.us(ev.ts) - start).max(0.0);
-        let ready = self.us(open.ready & !READIED);
-        let g = open.g;
-        let end = match ev.small {
-            s if s == Stop::Park as u8 => "park",
-            s if s == Stop::Yield as u8 => "yield",
-            s if s == Stop::Preempt as u8 => "preempt",
-            s if s == Stop::Exit as u8 => "exit",
-            RETAKEN => "retaken",
-            _ => "blocking",
+        let start = self.ns(open.start);
+        let end: &[u8] = match ev.small {
+            s if s == Stop::Park as u8 => b"park",
+            s if s == Stop::Yield as u8 => b"yield",
+            s if s == Stop::Preempt as u8 => b"preempt",
+            s if s == Stop::Exit as u8 => b"exit",
+            RETAKEN => b"retaken",
+            _ => b"blocking",
         };
-        let _ = write!(self.line, "{{\"ph\":\"X\",\"cat\":\"g\",\"name\":\"G{g}");
-        if let Some(name) = self.names.get(&g) {
-            self.line.push(' ');
-            escape_into(&mut self.line, name);
+        self.begin(b'X', b"\"cat\":\"g\",\"name\":\"G");
+        num(&mut self.buf, open.g);
+        if let Some(name) = self.names.get(&open.g) {
+            self.buf.push(b' ');
+            escape_into(&mut self.buf, name);
         }
-        let _ = write!(
-            self.line,
-            "\",\"pid\":1,\"tid\":{tid},\"ts\":{start:.3},\"dur\":{dur:.3},\"args\":{{\"g\":{g},\"m\":{},\"ready_ts\":{ready:.3},\"end\":\"{end}\"",
-            ev.m
-        );
+        self.buf.push(b'"');
+        self.where_when(tid, start);
+        self.buf.extend_from_slice(b",\"dur\":");
+        let dur = self.ns(ev.ts).saturating_sub(start);
+        micros(&mut self.buf, dur);
+        self.buf.extend_from_slice(b",\"args\":{\"g\":");
+        num(&mut self.buf, open.g);
+        self.buf.extend_from_slice(b",\"m\":");
+        num(&mut self.buf, u64::from(ev.m));
+        if let Some(ready) = open.ready {
+            self.buf.extend_from_slice(b",\"ready_ts\":");
+            let ready = self.ns(ready & !READIED);
+            micros(&mut self.buf, ready);
+        }
+        self.buf.extend_from_slice(b",\"end\":\"");
+        self.buf.extend_from_slice(end);
+        self.buf.push(b'"');
         if ev.small == Stop::Park as u8 {
-            let _ = write!(self.line, ",\"reason\":\"{}\"", reason_name(ev.arg));
+            self.buf.extend_from_slice(b",\"reason\":\"");
+            self.buf.extend_from_slice(reason_name(ev.arg).as_bytes());
+            self.buf.push(b'"');
         }
-        self.line.push_str("}},");
-        Ok(())
+        self.buf.extend_from_slice(b"}},\n");
     }
 
-    fn instant(&mut self, ev: &Event, ts: f64) -> io::Result<()> {
-        let tid = self.track(ev.m, ev.p)?;
-        let (name, args) = match ev.kind {
-            Kind::Create => ("go", format!("{{\"g\":{}}}", ev.g)),
-            Kind::Steal => ("steal", format!("{{\"victim\":{},\"count\":{}}}", ev.g, ev.arg)),
-            Kind::GlobalTake => ("global queue", format!("{{\"count\":{}}}", ev.arg)),
-            Kind::Netpoll => ("netpoll", format!("{{\"ready\":{}}}", ev.arg)),
-            Kind::Timers => ("timer", format!("{{\"count\":{}}}", ev.arg)),
-            Kind::PAcquire => ("P busy", format!("{{\"m\":{}}}", ev.m)),
-            Kind::PRelease => ("P idle", format!("{{\"m\":{}}}", ev.m)),
-            Kind::MPark => ("M park", format!("{{\"m\":{}}}", ev.m)),
-            Kind::MWake => ("M wake", format!("{{\"m\":{}}}", ev.m)),
-            Kind::Retake => (
-                "retake",
-                format!(
-                    "{{\"p\":{},\"why\":\"{}\"}}",
-                    ev.p,
-                    if ev.small == 0 { "syscall" } else { "hog" }
-                ),
-            ),
+    fn instant(&mut self, ev: &Event, ns: u64) {
+        let tid = self.track(ev.m, ev.p);
+        let (name, key, value): (&[u8], &[u8], u64) = match ev.kind {
+            Kind::Create => (b"go", b"g", ev.g),
+            Kind::Steal => (b"steal", b"victim", ev.g),
+            Kind::GlobalTake => (b"global queue", b"count", ev.arg),
+            Kind::Netpoll => (b"netpoll", b"ready", ev.arg),
+            Kind::Timers => (b"timer", b"count", ev.arg),
+            Kind::PAcquire => (b"P busy", b"m", u64::from(ev.m)),
+            Kind::PRelease => (b"P idle", b"m", u64::from(ev.m)),
+            Kind::MPark => (b"M park", b"m", u64::from(ev.m)),
+            Kind::MWake => (b"M wake", b"m", u64::from(ev.m)),
+            Kind::Retake => (b"retake", b"p", u64::from(ev.p)),
             Kind::Start | Kind::Stop | Kind::Ready | Kind::BlockingEnter | Kind::BlockingExit => {
                 unreachable!("not an instant")
             }
         };
-        let _ = write!(
-            self.line,
-            "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{name}\",\"pid\":1,\"tid\":{tid},\"ts\":{ts:.3},\"args\":{args}}},"
-        );
-        Ok(())
+        self.begin(b'i', b"\"s\":\"t\",\"name\":\"");
+        self.buf.extend_from_slice(name);
+        self.buf.push(b'"');
+        self.where_when(tid, ns);
+        self.buf.extend_from_slice(b",\"args\":{\"");
+        self.buf.extend_from_slice(key);
+        self.buf.extend_from_slice(b"\":");
+        num(&mut self.buf, value);
+        match ev.kind {
+            Kind::Steal => {
+                self.buf.extend_from_slice(b",\"count\":");
+                num(&mut self.buf, ev.arg);
+            }
+            Kind::Retake => {
+                self.buf.extend_from_slice(if ev.small == 0 {
+                    b",\"why\":\"syscall\""
+                } else {
+                    b",\"why\":\"hog\""
+                });
+            }
+            _ => {}
+        }
+        self.buf.extend_from_slice(b"}},\n");
     }
 
     /// Closes the array with the trace's totals, and flushes.
     pub(crate) fn finish(mut self, lost: u64) -> io::Result<W> {
-        writeln!(
-            self.out,
-            "{{\"ph\":\"M\",\"name\":\"goro_trace\",\"pid\":1,\"args\":{{\"events\":{},\"lost\":{lost}}}}}\n]",
-            self.events
-        )?;
-        self.out.flush()?;
+        self.buf
+            .extend_from_slice(b"{\"ph\":\"M\",\"name\":\"goro_trace\",\"pid\":1,\"args\":{\"events\":");
+        num(&mut self.buf, self.events);
+        self.buf.extend_from_slice(b",\"lost\":");
+        num(&mut self.buf, lost);
+        self.buf.extend_from_slice(b"}}\n]\n");
+        self.flush()?;
         Ok(self.out)
     }
 
+    /// Writes out what is gathered, and flushes the output.
     pub(crate) fn flush(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         self.out.flush()
     }
 }
@@ -300,15 +432,46 @@ fn reason_name(code: u64) -> &'static str {
 }
 
 /// Appends `s` as the inside of a JSON string.
-fn escape_into(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+fn escape_into(out: &mut Vec<u8>, s: &str) {
+    for &b in s.as_bytes() {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b if b < 0x20 => {
+                out.extend_from_slice(b"\\u00");
+                out.push(b"0123456789abcdef"[usize::from(b >> 4)]);
+                out.push(b"0123456789abcdef"[usize::from(b & 15)]);
             }
-            c => out.push(c),
+            b => out.push(b),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(f: impl FnOnce(&mut Vec<u8>)) -> String {
+        let mut b = Vec::new();
+        f(&mut b);
+        String::from_utf8(b).unwrap()
+    }
+
+    #[test]
+    fn numbers_and_microseconds() {
+        assert_eq!(text(|b| num(b, 0)), "0");
+        assert_eq!(text(|b| num(b, u64::MAX)), u64::MAX.to_string());
+        assert_eq!(text(|b| micros(b, 0)), "0.000");
+        assert_eq!(text(|b| micros(b, 7)), "0.007");
+        assert_eq!(text(|b| micros(b, 1_234_567)), "1234.567");
+        assert_eq!(text(|b| micros(b, 90_010)), "90.010");
+    }
+
+    #[test]
+    fn names_are_escaped() {
+        assert_eq!(
+            text(|b| escape_into(b, "a\"b\\c\nd\u{1}é")),
+            "a\\\"b\\\\c\\u000ad\\u0001é"
+        );
     }
 }

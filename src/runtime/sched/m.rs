@@ -355,6 +355,7 @@ pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
             m.acquire_p(p);
             super::schedule::run(m);
             // Retired: the record goes back for reuse; this thread touches it no more.
+            m.trace.release();
             CURRENT_M.with(|c| c.set(std::ptr::null()));
             crate::runtime::sys::altstack::on_thread_exit();
             sched().m_exited(m);

@@ -235,9 +235,10 @@ pub(crate) fn enter_syscall(m: &'static M, g: GRef) {
 
 /// The blocking call returned (Go's `exitsyscall`): take the old P back if sysmon
 /// did not hand it away, else any idle P; else queue the G and let its M stop
-/// until the scheduler runs the G again.
+/// until the scheduler runs the G again. Returns whether the G goes on on
+/// this M (false: it was queued, and runs on whichever M took it).
 #[inline(never)]
-pub(crate) fn exit_syscall(m: &'static M, g: GRef) {
+pub(crate) fn exit_syscall(m: &'static M, g: GRef) -> bool {
     enter(&m.depth);
     set_current_g(Some(g));
     m.set_syscallg(None);
@@ -264,4 +265,5 @@ pub(crate) fn exit_syscall(m: &'static M, g: GRef) {
         // SAFETY: `g` is the G running this code.
         unsafe { g.switch_out(Switch::Yield) };
     }
+    got
 }

@@ -201,7 +201,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
     leave_runtime(m);
     let p_id = p.id;
     if tracing::on() {
-        tracing::started(m, g);
+        tracing::started(m, g, inherit && first_stack.is_none());
     }
     // SAFETY: as above; the stack was asked for exactly when the G needed one.
     let outcome = unsafe { g.resume(first_stack) };

@@ -95,10 +95,11 @@ where
     if tracing::on() {
         tracing::emit_on(m, Kind::BlockingExit, g.id(), 0, 0);
     }
-    exit_syscall(m, g);
-    if tracing::on() {
+    // Queued for want of a P, the G's next run was recorded by the M that
+    // took it (which is not `m`, whose buffer only `m` may write).
+    if exit_syscall(m, g) && tracing::on() {
         tracing::runnable(g);
-        tracing::started(m, g);
+        tracing::started(m, g, false);
     }
     // A G looping on short calls is not preempted inside them: sysmon's request
     // (it held its P 10 ms) is honoured here.

@@ -37,11 +37,22 @@ pub(crate) fn emit(kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
 #[inline(never)]
 pub(crate) fn emit_on(m: &M, kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
     let ts = trace_buf::now();
+    record_on(m, ts, kind, g, arg, small);
+    ts
+}
+
+/// Records an event of `kind` at `ts` from M `m` (the calling thread's).
+#[inline(always)]
+fn record_on(m: &M, ts: u64, kind: Kind, g: u64, arg: u64, small: u8) {
+    debug_assert!(
+        current_m().is_some_and(|c| std::ptr::eq(c, m)),
+        "goro: a trace event for M{} recorded on another thread",
+        m.id()
+    );
     let p = m.p_id().map_or(NO_P, |p| u16::try_from(p).unwrap_or(NO_P));
     let mut ev = event(ts, p, kind, g, arg, small);
     ev.m = u32::try_from(m.id()).unwrap_or(trace_buf::NO_M);
     m.trace.record(ev);
-    ts
 }
 
 /// Records an event about P `p` from a thread without an M (sysmon).
@@ -79,11 +90,21 @@ pub(crate) fn runnable(g: GRef) {
     g.set_trace_ready(trace_buf::now());
 }
 
-/// `g` starts running on M `m`.
+/// `g` starts running on M `m`. `at_once`: `m` took it from `runnext` right
+/// after the run it recorded last, and sets no stack up for it: that run's
+/// `Stop` time is the start (the switch between them takes tens of ns), which
+/// saves a clock read on the path of every hand-off
+/// (docs/decisions/0032-trace-spill.md).
 #[cold]
 #[inline(never)]
-pub(crate) fn started(m: &M, g: GRef) {
-    emit_on(m, Kind::Start, g.id(), g.trace_ready(), 0);
+pub(crate) fn started(m: &M, g: GRef, at_once: bool) {
+    let last_stop = m.trace.last_stop();
+    let ts = if at_once && last_stop != 0 {
+        last_stop
+    } else {
+        trace_buf::now()
+    };
+    record_on(m, ts, Kind::Start, g.id(), g.trace_ready(), 0);
 }
 
 /// `g` stopped running on M `m`, for `why` (a park's wait reason is the G's).
@@ -91,9 +112,9 @@ pub(crate) fn started(m: &M, g: GRef) {
 #[inline(never)]
 pub(crate) fn stopped(m: &M, g: GRef, why: Stop) {
     let reason = if why == Stop::Park { g.wait_reason() as u64 } else { 0 };
-    emit_on(m, Kind::Stop, g.id(), reason, why as u8);
+    let ts = emit_on(m, Kind::Stop, g.id(), reason, why as u8);
     if matches!(why, Stop::Yield | Stop::Preempt) {
-        runnable(g);
+        g.set_trace_ready(ts); // runnable as it stops
     }
 }
 
@@ -105,8 +126,8 @@ pub(crate) fn created(g: GRef, name: Option<&str>) {
         trace_buf::note_name(g.id(), name);
     }
     let creator = super::m::current_g().map_or(0, |c| c.id());
-    emit(Kind::Create, g.id(), creator, 0);
-    runnable(g);
+    let ts = emit(Kind::Create, g.id(), creator, 0);
+    g.set_trace_ready(ts); // runnable as it is created
 }
 
 /// `g` yielded on M `m`: asked to by sysmon (a preemption), or of its own.

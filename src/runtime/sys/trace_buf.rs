@@ -11,18 +11,26 @@
 //! ready a G) write into one shared chunk under that lock ([`record_shared`]).
 //!
 //! # Generations
-//! Every `start` begins a new generation. A buffer whose chunk belongs to an
-//! older generation takes a fresh one at its next event, so no event of one
-//! trace reaches the next. `stop` copies each buffer's current chunk up to its
-//! published length (`Acquire`, pairing with the writer's `Release` store of
-//! the length), under the lock; the chunk stays the M's, which may still be
-//! writing a slot beyond that length (an event racing with `stop` belongs to
-//! no trace), and resets it at the next generation.
+//! Every `start` begins a new generation, published in one atomic with the
+//! on/off state ([`GEN`], 0 while off), so an event that sees a trace on also
+//! sees which. A buffer whose chunk belongs to an older generation resets it
+//! at its next event, so no event of one trace reaches the next. `stop`
+//! copies each buffer's current chunk up to its published length (`Acquire`,
+//! pairing with the owner's `Release` store of the length), under the lock;
+//! the chunk stays the M's, which may still be writing a slot beyond that
+//! length (an event racing with `stop` belongs to no trace).
+//!
+//! # Ownership of a chunk
+//! A chunk is a `Box` in the free list, the writer's queue or the shared
+//! slot, or a leaked `Box` owned by one buffer and listed in `active` (read by
+//! `end` under the lock). It moves only under the lock, and a buffer takes
+//! its `active` entry out before its chunk leaves it (to the queue when full,
+//! or at the M's exit, [`TraceBuf::release`]).
 //!
 //! # Memory
-//! At most [`MAX_CHUNKS`] chunks exist at once (16 MiB); an event that finds
-//! none free is counted in [`Tracer::lost`] and reported in the trace, never
-//! silently dropped.
+//! At most [`MAX_CHUNKS`] chunks exist at once (16 MiB), freed when a
+//! trace's writer is done; an event that finds none free is counted in
+//! [`Tracer::lost`] and reported in the trace, never silently dropped.
 //!
 //! # Clock
 //! Timestamps are raw time-stamp-counter reads on x86_64 (a few ns; the
@@ -33,7 +41,8 @@
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// Events per chunk: 64 KiB of 32-byte events.
@@ -83,6 +92,31 @@ pub(crate) enum Kind {
     MWake,
     /// sysmon took `p` (`small`: 0 from a blocking call, 1 from a hog).
     Retake,
+}
+
+impl Kind {
+    const ALL: [Kind; 15] = [
+        Kind::Create,
+        Kind::Start,
+        Kind::Stop,
+        Kind::Ready,
+        Kind::Steal,
+        Kind::GlobalTake,
+        Kind::Netpoll,
+        Kind::Timers,
+        Kind::BlockingEnter,
+        Kind::BlockingExit,
+        Kind::PAcquire,
+        Kind::PRelease,
+        Kind::MPark,
+        Kind::MWake,
+        Kind::Retake,
+    ];
+
+    /// The kind whose `as u8` is `code`.
+    pub(crate) fn from_u8(code: u8) -> Option<Kind> {
+        Kind::ALL.get(usize::from(code)).copied()
+    }
 }
 
 /// Why a G stopped running.
@@ -167,9 +201,20 @@ impl Chunk {
         if i == CHUNK_EVENTS {
             return false;
         }
+        let slot = self.events[i].get().cast::<Event>();
         // SAFETY: slot `i` is at or past `len`: no reader looks at it, and this
-        // thread is the chunk's only writer.
-        unsafe { (*self.events[i].get()).write(ev) };
+        // thread is the chunk's only writer. Field by field: a copy of the
+        // whole event from the stack would reload its small fields as one wide
+        // value, which the CPU cannot forward from the narrow stores.
+        unsafe {
+            std::ptr::addr_of_mut!((*slot).ts).write(ev.ts);
+            std::ptr::addr_of_mut!((*slot).g).write(ev.g);
+            std::ptr::addr_of_mut!((*slot).arg).write(ev.arg);
+            std::ptr::addr_of_mut!((*slot).m).write(ev.m);
+            std::ptr::addr_of_mut!((*slot).p).write(ev.p);
+            std::ptr::addr_of_mut!((*slot).kind).write(ev.kind);
+            std::ptr::addr_of_mut!((*slot).small).write(ev.small);
+        }
         self.len.store(i + 1, Ordering::Release);
         true
     }
@@ -180,29 +225,34 @@ impl Chunk {
     }
 }
 
-/// Whether a trace is being recorded: the one load on every event site's
-/// path while tracing is off.
-pub(crate) static ON: AtomicBool = AtomicBool::new(false);
+/// The generation of the trace being recorded, 0 while none is: the one
+/// load on every event site's path while tracing is off. One value, so an
+/// event that sees a trace on also sees which one. On a line of its own: the
+/// tracer's lock, which the writer takes often, must not share it.
+static GEN: Padded = Padded(AtomicU64::new(0));
+
+#[repr(align(64))]
+struct Padded(AtomicU64);
 
 /// Whether events are being recorded.
 #[inline(always)]
 pub(crate) fn on() -> bool {
-    ON.load(Ordering::Relaxed)
+    GEN.0.load(Ordering::Relaxed) != 0
 }
 
 /// The tracer's shared state.
 pub(crate) struct Tracer {
-    /// The current trace's generation (changed under `state`).
-    gen: AtomicU64,
     /// Events that found no chunk.
     pub(crate) lost: AtomicU64,
     pub(crate) state: Mutex<State>,
-    /// Signalled when a full chunk is queued, and at stop.
+    /// Signalled when a full chunk is queued, and when the trace ends.
     pub(crate) ready: Condvar,
 }
 
 /// What the tracer's lock guards.
 pub(crate) struct State {
+    /// The generation the next trace takes.
+    next_gen: u64,
     /// Full chunks waiting for the writer, oldest first.
     pub(crate) full: VecDeque<Box<Chunk>>,
     // Boxed: a chunk keeps its address as it moves between the lists and a
@@ -212,29 +262,33 @@ pub(crate) struct State {
     /// Chunks alive (owned by buffers, queued, or free).
     allocated: usize,
     /// Each buffer's current chunk in this generation (keyed by the buffer's
-    /// address), for `stop`.
-    active: Vec<(usize, *const Chunk)>,
+    /// address), for `end`.
+    active: Vec<(usize, NonNull<Chunk>)>,
     /// The chunk of threads without an M.
     shared: Option<Box<Chunk>>,
     /// Names of Gs created during the trace, for the writer.
     pub(crate) names: Vec<(u64, String)>,
+    /// Set by `end`: the events of the buffers' current chunks, and the
+    /// writer's sign that the trace is over.
+    pub(crate) last: Option<Vec<Vec<Event>>>,
 }
 
-// SAFETY: the raw chunk pointers in `active` are read only under the lock,
-// and point to chunks owned by live buffers (a buffer hands its chunk back
-// under the lock before it is dropped).
+// SAFETY: the chunk pointers in `active` are dereferenced only under the
+// lock, and point to chunks owned by live buffers (a buffer takes its entry
+// out, under the lock, before its chunk leaves it).
 unsafe impl Send for State {}
 
 pub(crate) static TRACER: Tracer = Tracer {
-    gen: AtomicU64::new(0),
     lost: AtomicU64::new(0),
     state: Mutex::new(State {
+        next_gen: 1,
         full: VecDeque::new(),
         free: Vec::new(),
         allocated: 0,
         active: Vec::new(),
         shared: None,
         names: Vec::new(),
+        last: None,
     }),
     ready: Condvar::new(),
 };
@@ -245,35 +299,43 @@ impl Tracer {
     }
 
     /// Starts a new generation; false if one is on. Called by `start` under
-    /// its own serialisation.
+    /// its own serialisation, with no writer running: what an ended trace
+    /// left undrained (its writer never started) is discarded.
     pub(crate) fn begin(&self) -> bool {
-        let _state = self.lock();
-        if ON.load(Ordering::Relaxed) {
+        let mut state = self.lock();
+        if on() {
             return false;
         }
-        self.gen.fetch_add(1, Ordering::Relaxed);
+        let undrained: Vec<Box<Chunk>> = state.full.drain(..).collect();
+        state.free.extend(undrained);
+        state.names.clear();
+        state.last = None;
+        let gen = state.next_gen;
+        state.next_gen += 1;
         self.lost.store(0, Ordering::Relaxed);
-        ON.store(true, Ordering::Release);
+        GEN.0.store(gen, Ordering::Release);
         true
     }
 
     /// Ends the generation: no new event is recorded, and the events of every
-    /// buffer's current chunk are returned, copied.
-    pub(crate) fn end(&self) -> Vec<Vec<Event>> {
+    /// buffer's current chunk are copied into `State::last` for the writer.
+    pub(crate) fn end(&self) {
         let mut state = self.lock();
-        ON.store(false, Ordering::Release);
+        let gen = GEN.0.swap(0, Ordering::Release);
         let mut rest = Vec::new();
         for (_, chunk) in std::mem::take(&mut state.active) {
-            // SAFETY: `active` holds chunks of live buffers (module docs).
-            let chunk = unsafe { &*chunk };
+            // SAFETY: `active` holds chunks of live buffers (above); the
+            // owner writes only slots at or past the published length.
+            let chunk = unsafe { chunk.as_ref() };
             rest.push(chunk.events().collect());
         }
         if let Some(shared) = &state.shared {
-            if shared.gen.get() == self.gen.load(Ordering::Relaxed) {
+            if shared.gen.get() == gen {
                 rest.push(shared.events().collect());
             }
         }
-        rest
+        state.last = Some(rest);
+        self.ready.notify_all();
     }
 
     /// A chunk for generation `gen`, or `None` (an event lost) if
@@ -294,14 +356,38 @@ impl Tracer {
     pub(crate) fn recycle(&self, chunk: Box<Chunk>) {
         self.lock().free.push(chunk);
     }
+
+    /// Frees the chunks nobody uses (the writer, when its trace is written).
+    pub(crate) fn trim(&self) {
+        let mut state = self.lock();
+        state.allocated -= state.free.len();
+        state.free = Vec::new();
+    }
+
+    /// Queues `chunk` for the writer if it belongs to the trace being
+    /// recorded, else frees it for reuse.
+    fn retire(state: &mut State, chunk: Box<Chunk>) {
+        let gen = GEN.0.load(Ordering::Relaxed);
+        if gen != 0 && chunk.gen.get() == gen {
+            state.full.push_back(chunk);
+            TRACER.ready.notify_one();
+        } else {
+            state.free.push(chunk);
+        }
+    }
 }
 
-/// An M's event buffer: touched only by its M's thread. Ms are never freed,
-/// so neither is a buffer: `Tracer`'s list of chunks in use stays valid.
+/// An M's event buffer: touched only by its M's thread, which hands its chunk
+/// back ([`TraceBuf::release`]) before the thread exits.
 pub(crate) struct TraceBuf {
     /// The generation of `chunk`; 0 before the first event.
     gen: Cell<u64>,
-    chunk: Cell<Option<Box<Chunk>>>,
+    /// The time of the last event recorded if it was a `Stop`, else 0.
+    last_stop: Cell<u64>,
+    /// The current chunk, owned by this buffer (a leaked `Box`, rebuilt when
+    /// the chunk leaves it); listed in `State::active` while its generation
+    /// is recorded.
+    chunk: Cell<Option<NonNull<Chunk>>>,
 }
 
 // SAFETY: a `TraceBuf` is used only by the thread of the M that owns it
@@ -312,18 +398,32 @@ impl TraceBuf {
     pub(crate) fn new() -> TraceBuf {
         TraceBuf {
             gen: Cell::new(0),
+            last_stop: Cell::new(0),
             chunk: Cell::new(None),
         }
     }
 
+    /// The time of the last event recorded if it was a `Stop` of the trace
+    /// being recorded, else 0.
+    #[inline]
+    pub(crate) fn last_stop(&self) -> u64 {
+        if self.gen.get() == GEN.0.load(Ordering::Relaxed) {
+            self.last_stop.get()
+        } else {
+            0
+        }
+    }
+
     /// Records `ev`. Only the owning M's thread calls it.
-    #[inline(never)]
+    #[inline]
     pub(crate) fn record(&self, ev: Event) {
-        let gen = TRACER.gen.load(Ordering::Relaxed);
-        if self.gen.get() == gen {
-            // SAFETY: only this thread touches `chunk`; the borrow ends here.
-            if let Some(chunk) = unsafe { &*self.chunk.as_ptr() } {
-                if chunk.push(ev) {
+        self.last_stop.set(if ev.kind == Kind::Stop { ev.ts } else { 0 });
+        let gen = GEN.0.load(Ordering::Relaxed);
+        if gen != 0 && self.gen.get() == gen {
+            if let Some(chunk) = self.chunk.get() {
+                // SAFETY: the chunk is this buffer's until this thread hands
+                // it over (under the lock, below); `end` only reads it.
+                if unsafe { chunk.as_ref() }.push(ev) {
                     return;
                 }
             }
@@ -333,23 +433,32 @@ impl TraceBuf {
 
     /// A new generation, a full chunk, or no chunk: under the lock.
     #[cold]
+    #[inline(never)]
     fn record_slow(&self, ev: Event, gen: u64) {
+        if gen == 0 {
+            return;
+        }
         let mut state = TRACER.lock();
-        if !ON.load(Ordering::Relaxed) || TRACER.gen.load(Ordering::Relaxed) != gen {
+        if GEN.0.load(Ordering::Relaxed) != gen {
             return; // the trace ended meanwhile
         }
-        let old = self.chunk.take();
         let me = self as *const TraceBuf as usize;
-        state.active.retain(|&(buf, _)| buf != me);
-        let next = match old {
-            Some(chunk) if chunk.gen.get() != gen => {
-                chunk.reset(gen);
-                Some(chunk)
-            }
-            Some(full) => {
-                state.full.push_back(full);
-                TRACER.ready.notify_one();
-                Tracer::take_chunk(&mut state, gen)
+        let next = match self.chunk.take() {
+            Some(old) => {
+                // SAFETY: the buffer's own chunk, from `Box::leak` below; it
+                // leaves the buffer here, and `active` no longer lists it
+                // once the `retain` runs (a chunk of an ended generation is
+                // not listed: `end` emptied the list).
+                let old = unsafe { Box::from_raw(old.as_ptr()) };
+                if old.gen.get() == gen {
+                    state.active.retain(|&(buf, _)| buf != me);
+                    state.full.push_back(old);
+                    TRACER.ready.notify_one();
+                    Tracer::take_chunk(&mut state, gen)
+                } else {
+                    old.reset(gen);
+                    Some(old)
+                }
             }
             None => Tracer::take_chunk(&mut state, gen),
         };
@@ -358,13 +467,30 @@ impl TraceBuf {
             Some(chunk) => {
                 let pushed = chunk.push(ev);
                 debug_assert!(pushed);
-                state.active.push((me, &*chunk as *const Chunk));
+                let chunk = NonNull::from(Box::leak(chunk));
+                state.active.push((me, chunk));
                 self.chunk.set(Some(chunk));
             }
             None => {
                 TRACER.lost.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// The M's thread exits: its chunk goes to the writer (if recorded in
+    /// this trace) or back to the free list.
+    pub(crate) fn release(&self) {
+        let Some(chunk) = self.chunk.take() else {
+            return;
+        };
+        let mut state = TRACER.lock();
+        let me = self as *const TraceBuf as usize;
+        state.active.retain(|&(buf, _)| buf != me);
+        // SAFETY: the buffer's own chunk (a leaked `Box`), no longer listed in
+        // `active`; nothing else points at it.
+        let chunk = unsafe { Box::from_raw(chunk.as_ptr()) };
+        Tracer::retire(&mut state, chunk);
+        self.gen.set(0);
     }
 }
 
@@ -374,22 +500,17 @@ impl TraceBuf {
 pub(crate) fn record_shared(mut ev: Event) {
     ev.m = NO_M;
     let mut state = TRACER.lock();
-    if !ON.load(Ordering::Relaxed) {
+    let gen = GEN.0.load(Ordering::Relaxed);
+    if gen == 0 {
         return;
     }
-    let gen = TRACER.gen.load(Ordering::Relaxed);
     if let Some(chunk) = &state.shared {
         if chunk.gen.get() == gen && chunk.push(ev) {
             return;
         }
     }
     if let Some(old) = state.shared.take() {
-        if old.gen.get() == gen {
-            state.full.push_back(old);
-            TRACER.ready.notify_one();
-        } else {
-            state.free.push(old);
-        }
+        Tracer::retire(&mut state, old);
     }
     match Tracer::take_chunk(&mut state, gen) {
         Some(chunk) => {
@@ -446,7 +567,7 @@ pub(crate) fn ticks_per_us(window_ns: u64) -> f64 {
 #[cold]
 pub(crate) fn note_name(g: u64, name: &str) {
     let mut state = TRACER.lock();
-    if ON.load(Ordering::Relaxed) {
+    if on() {
         state.names.push((g, name.to_owned()));
         TRACER.ready.notify_one();
     }
