@@ -2,8 +2,9 @@
 # Runs the loom models (every `loom_*` test; see docs/GUARANTEES.md for the list):
 # the run queue ring and runnext, the worker parking protocol and retake handshake
 # (src/runtime/loom_models.rs), channels and select! (src/chan/loom_models.rs),
-# WaitGroup, Mutex, Once (src/sync/loom_models.rs), and poll descriptors
-# (src/runtime/netpoll/loom_models.rs). scripts/loom_mutants.py checks they catch bugs.
+# WaitGroup, Mutex, Once (src/sync/loom_models.rs), poll descriptors
+# (src/runtime/netpoll/loom_models.rs), and the execution trace's chunks
+# (src/runtime/loom_models.rs). scripts/loom_mutants.py checks they catch bugs.
 # Usage: scripts/loom.sh [test-name-filter]   (LOOM_MAX_PREEMPTIONS defaults to 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."

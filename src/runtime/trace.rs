@@ -24,7 +24,7 @@
 //! buffers fill. Events that find no buffer are counted and the count is
 //! written at the end of the trace (`"lost"`).
 //!
-//! Thread: `start` and `stop` serialise on [`WRITING`]; the writer thread owns
+//! Thread: `start` and `stop` serialise on `WRITING`; the writer thread owns
 //! the JSON writer and the spill file.
 
 use super::monitor::trace_json::Json;

@@ -6,7 +6,8 @@
 //! word and M runtime depth ([`crate::runtime::sched::ownership`]), and the wait machinery every
 //! blocking primitive is built on: the runtime lock ([`super::lock`]), the parking
 //! protocol's claims and thread waiters ([`crate::runtime::wait::park`]), `goro::sync::Mutex`'s
-//! state word, and the poll descriptors' readiness generations. A normal build gets
+//! state word, the poll descriptors' readiness generations, and the execution
+//! trace's chunks ([`super::trace_buf`], whose slots are this module's [`UnsafeCell`]s). A normal build gets
 //! `std`'s; `RUSTFLAGS="--cfg loom"` gets loom's, so the `loom_*` models can
 //! explore every interleaving of the real code (see `scripts/loom.sh`).
 //!
@@ -17,14 +18,40 @@
 //! are written with [`const_unless_loom!`].
 
 #[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
+#[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::{Mutex, MutexGuard};
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// An `UnsafeCell` with loom's access API: under loom, every access is checked
+/// for data races (two accesses, one a write, not ordered by happens-before).
+#[cfg(not(loom))]
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) const fn new(value: T) -> UnsafeCell<T> {
+        UnsafeCell(std::cell::UnsafeCell::new(value))
+    }
+
+    /// Calls `f` with a pointer to read the value through.
+    #[inline(always)]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    /// Calls `f` with a pointer to write the value through.
+    #[inline(always)]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
 
 /// One round of a wait loop for another thread's next step.
 #[cfg(loom)]

@@ -27,6 +27,9 @@
 //! its `active` entry out before its chunk leaves it (to the queue when full,
 //! or at the M's exit, [`TraceBuf::release`]).
 //!
+//! The ownership protocol is model-checked (`loom_trace_*` in
+//! `runtime/loom_models.rs`; chunks of 2 events under loom).
+//!
 //! # Memory
 //! At most [`MAX_CHUNKS`] chunks exist at once (16 MiB), freed when a
 //! trace's writer is done; an event that finds none free is counted in
@@ -38,17 +41,17 @@
 //! across cores), converted to microseconds by the writer with the rate
 //! measured at `start`; elsewhere `CLOCK_MONOTONIC` nanoseconds.
 
-use std::cell::{Cell, UnsafeCell};
+use super::sync_prims::{const_unless_loom, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, UnsafeCell};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
 
-/// Events per chunk: 64 KiB of 32-byte events.
-pub(crate) const CHUNK_EVENTS: usize = 2048;
+/// Events per chunk: 64 KiB of 32-byte events (2 under loom, so the models
+/// fill chunks in a few events).
+pub(crate) const CHUNK_EVENTS: usize = if cfg!(loom) { 2 } else { 2048 };
 /// Most chunks alive at once, across every buffer and the writer's queue.
-pub(crate) const MAX_CHUNKS: usize = 256;
+pub(crate) const MAX_CHUNKS: usize = if cfg!(loom) { 3 } else { 256 };
 /// The `m` of events recorded by threads without an M.
 pub(crate) const NO_M: u32 = u32::MAX;
 /// The `p` of events recorded without a P.
@@ -190,7 +193,7 @@ impl Chunk {
         // with `Release`, and are not written again in this generation.
         self.events[..len]
             .iter()
-            .map(|slot| unsafe { (*slot.get()).assume_init() })
+            .map(|slot| slot.with(|ev| unsafe { (*ev).assume_init() }))
     }
 
     /// Writes `ev` in the next slot; false if the chunk is full. Only the
@@ -201,20 +204,22 @@ impl Chunk {
         if i == CHUNK_EVENTS {
             return false;
         }
-        let slot = self.events[i].get().cast::<Event>();
-        // SAFETY: slot `i` is at or past `len`: no reader looks at it, and this
-        // thread is the chunk's only writer. Field by field: a copy of the
-        // whole event from the stack would reload its small fields as one wide
-        // value, which the CPU cannot forward from the narrow stores.
-        unsafe {
-            std::ptr::addr_of_mut!((*slot).ts).write(ev.ts);
-            std::ptr::addr_of_mut!((*slot).g).write(ev.g);
-            std::ptr::addr_of_mut!((*slot).arg).write(ev.arg);
-            std::ptr::addr_of_mut!((*slot).m).write(ev.m);
-            std::ptr::addr_of_mut!((*slot).p).write(ev.p);
-            std::ptr::addr_of_mut!((*slot).kind).write(ev.kind);
-            std::ptr::addr_of_mut!((*slot).small).write(ev.small);
-        }
+        self.events[i].with_mut(|slot| {
+            let slot = slot.cast::<Event>();
+            // SAFETY: slot `i` is at or past `len`: no reader looks at it, and
+            // this thread is the chunk's only writer. Field by field: a copy of
+            // the whole event from the stack would reload its small fields as
+            // one wide value, which the CPU cannot forward from narrow stores.
+            unsafe {
+                std::ptr::addr_of_mut!((*slot).ts).write(ev.ts);
+                std::ptr::addr_of_mut!((*slot).g).write(ev.g);
+                std::ptr::addr_of_mut!((*slot).arg).write(ev.arg);
+                std::ptr::addr_of_mut!((*slot).m).write(ev.m);
+                std::ptr::addr_of_mut!((*slot).p).write(ev.p);
+                std::ptr::addr_of_mut!((*slot).kind).write(ev.kind);
+                std::ptr::addr_of_mut!((*slot).small).write(ev.small);
+            }
+        });
         self.len.store(i + 1, Ordering::Release);
         true
     }
@@ -229,7 +234,12 @@ impl Chunk {
 /// load on every event site's path while tracing is off. One value, so an
 /// event that sees a trace on also sees which one. On a line of its own: the
 /// tracer's lock, which the writer takes often, must not share it.
+#[cfg(not(loom))]
 static GEN: Padded = Padded(AtomicU64::new(0));
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref GEN: Padded = Padded(AtomicU64::new(0));
+}
 
 #[repr(align(64))]
 struct Padded(AtomicU64);
@@ -278,22 +288,33 @@ pub(crate) struct State {
 // out, under the lock, before its chunk leaves it).
 unsafe impl Send for State {}
 
-pub(crate) static TRACER: Tracer = Tracer {
-    lost: AtomicU64::new(0),
-    state: Mutex::new(State {
-        next_gen: 1,
-        full: VecDeque::new(),
-        free: Vec::new(),
-        allocated: 0,
-        active: Vec::new(),
-        shared: None,
-        names: Vec::new(),
-        last: None,
-    }),
-    ready: Condvar::new(),
-};
+#[cfg(not(loom))]
+pub(crate) static TRACER: Tracer = Tracer::new();
+#[cfg(loom)]
+loom::lazy_static! {
+    pub(crate) static ref TRACER: Tracer = Tracer::new();
+}
 
 impl Tracer {
+    const_unless_loom! {
+        fn new() -> Tracer {
+            Tracer {
+                lost: AtomicU64::new(0),
+                state: Mutex::new(State {
+                    next_gen: 1,
+                    full: VecDeque::new(),
+                    free: Vec::new(),
+                    allocated: 0,
+                    active: Vec::new(),
+                    shared: None,
+                    names: Vec::new(),
+                    last: None,
+                }),
+                ready: Condvar::new(),
+            }
+        }
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
