@@ -66,6 +66,20 @@ fn runs_by_track(events: &[Value]) -> HashMap<u64, Vec<&Value>> {
     runs
 }
 
+/// No two of a track's runs (sorted by start) overlap; timestamps are
+/// rounded to the ns.
+fn assert_no_overlap(tid: u64, runs: &[&Value]) {
+    for w in runs.windows(2) {
+        let end = w[0]["ts"].as_f64().unwrap() + w[0]["dur"].as_f64().unwrap();
+        assert!(
+            end <= w[1]["ts"].as_f64().unwrap() + 0.002,
+            "overlap on track {tid}: {} / {}",
+            w[0],
+            w[1]
+        );
+    }
+}
+
 fn lost(events: &[Value]) -> u64 {
     let end = events
         .iter()
@@ -128,15 +142,7 @@ fn a_trace_of_an_imbalanced_workload_is_consistent() {
         if *tid as usize >= PROCS {
             continue;
         }
-        for w in rs.windows(2) {
-            let end = w[0]["ts"].as_f64().unwrap() + w[0]["dur"].as_f64().unwrap();
-            assert!(
-                end <= w[1]["ts"].as_f64().unwrap() + 0.002,
-                "overlap on P{tid}: {} / {}",
-                w[0],
-                w[1]
-            );
-        }
+        assert_no_overlap(*tid, rs);
     }
 
     // A steal event per steal.
@@ -266,15 +272,7 @@ fn gs_leaving_blocking_calls_with_every_p_busy_are_drawn_once() {
                 assert!(ts + 0.002 >= at, "G{g} runs at {ts}, before its creation at {at}: {r}");
             }
         }
-        for w in rs.windows(2) {
-            let end = w[0]["ts"].as_f64().unwrap() + w[0]["dur"].as_f64().unwrap();
-            assert!(
-                end <= w[1]["ts"].as_f64().unwrap() + 0.002,
-                "overlap on track {tid}: {} / {}",
-                w[0],
-                w[1]
-            );
-        }
+        assert_no_overlap(*tid, rs);
     }
 }
 

@@ -42,6 +42,7 @@
 // sys/     knows nothing of G, M or P
 //   altstack.rs      each M's alternate signal stack
 //   coarse_clock.rs  milliseconds since start, ticked by sysmon: cheap timestamps
+//   decimal.rs       an integer's digits without allocating (signal handlers, trace JSON)
 //   epoll.rs         the epoll fd, its wake-up eventfd, the timed wait; deals in tokens
 //   frames.rs        stack frames: captured, resolved, trimmed for reports
 //   futex.rs         futex wait/wake (loom's stand-in under loom)

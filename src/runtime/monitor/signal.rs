@@ -15,6 +15,7 @@
 //! `write(2)`, `sigaction(2)`, `abort(3)`.
 
 use crate::runtime::sched::m::{current_m_here, CURRENT_G};
+use crate::runtime::sys::decimal;
 use crate::runtime::task::g::G;
 use std::sync::OnceLock;
 
@@ -136,19 +137,11 @@ impl Part<'_> {
                 out[..n].copy_from_slice(&s.as_bytes()[..n]);
                 n
             }
-            Part::Num(mut v) => {
-                let mut digits = [0u8; 20];
-                let mut i = digits.len();
-                loop {
-                    i -= 1;
-                    digits[i] = b'0' + (v % 10) as u8;
-                    v /= 10;
-                    if v == 0 {
-                        break;
-                    }
-                }
-                let n = (digits.len() - i).min(out.len());
-                out[..n].copy_from_slice(&digits[i..i + n]);
+            Part::Num(v) => {
+                let mut buf = [0; decimal::MAX_DIGITS];
+                let digits = decimal::digits(*v, &mut buf);
+                let n = digits.len().min(out.len());
+                out[..n].copy_from_slice(&digits[..n]);
                 n
             }
         }

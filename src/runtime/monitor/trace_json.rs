@@ -23,6 +23,7 @@
 //!
 //! Thread: owned by the trace writer thread.
 
+use crate::runtime::sys::decimal;
 use crate::runtime::sys::trace_buf::{Event, Kind, Source, Stop, NO_M, NO_P, READIED};
 use crate::runtime::task::g::WaitReason;
 use std::collections::HashMap;
@@ -78,18 +79,8 @@ fn slot<T: Default + Clone>(v: &mut Vec<T>, i: usize) -> &mut T {
 }
 
 /// Appends `v` in decimal.
-fn num(buf: &mut Vec<u8>, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    buf.extend_from_slice(&digits[i..]);
+fn num(buf: &mut Vec<u8>, v: u64) {
+    buf.extend_from_slice(decimal::digits(v, &mut [0; decimal::MAX_DIGITS]));
 }
 
 /// Appends `ns` as microseconds with three decimals.

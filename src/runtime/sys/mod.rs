@@ -4,6 +4,7 @@
 
 pub(in crate::runtime) mod altstack;
 pub(in crate::runtime) mod coarse_clock;
+pub(in crate::runtime) mod decimal;
 pub(in crate::runtime) mod epoll;
 pub(in crate::runtime) mod frames;
 pub(in crate::runtime) mod futex;
