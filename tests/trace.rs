@@ -4,7 +4,9 @@
 //! counters saw, and a wake-up behind every run that followed a park; a trace
 //! taken while Gs panic, block and migrate is still valid; a G back from a
 //! blocking call with no P free is drawn once, on a P; traces taken one after
-//! another while Gs run hold only their own events; start and stop are
+//! another while Gs run hold only their own events; a spill file that cannot
+//! grow loses nothing; `start` as the first goro call under `GORO_TRACE` is
+//! refused, not stuck; start and stop are
 //! checked. Its own binary: tracing is process-wide, and the steal count is
 //! compared with the process's counters. (`GORO_TRACE` through the deadlock
 //! report's exit is a scenario of `tests/deadlock_report.rs`, which has no
@@ -333,6 +335,76 @@ fn traces_taken_one_after_another_while_gs_run_hold_only_their_own_events() {
     for h in pairs {
         h.join().unwrap();
     }
+}
+
+#[test]
+fn start_as_the_first_goro_call_under_goro_trace_is_refused_not_stuck() {
+    if common::is_child() {
+        // The runtime is not running yet: `start` starts it, which begins the
+        // GORO_TRACE trace.
+        let _watchdog = common::watchdog("start under GORO_TRACE", Duration::from_secs(60));
+        let err = goro::runtime::trace::start(std::io::sink()).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        goro::go!(goro::yield_now).join().unwrap();
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("goro-trace-first-{}.json", std::process::id()));
+    let out = common::run_child_in(
+        module_path!(),
+        "start_as_the_first_goro_call_under_goro_trace_is_refused_not_stuck",
+        &[("GORO_TRACE", path.to_str().unwrap())],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let events: Vec<Value> = serde_json::from_slice(&bytes).expect("the GORO_TRACE trace, closed at exit");
+    assert_eq!(lost(&events), 0);
+}
+
+#[test]
+fn a_spill_file_that_cannot_grow_loses_no_event() {
+    if common::is_child() {
+        // Files may grow to 64 KiB: the spill file fills after 2,048 events.
+        let limit = libc::rlimit {
+            rlim_cur: 64 << 10,
+            rlim_max: 64 << 10,
+        };
+        // SAFETY: plain calls; exceeding the limit then fails a write with
+        // EFBIG instead of raising SIGXFSZ.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+        }
+        common::init_procs(PROCS);
+        // Every G makes a `go` instant and an `exit` run: countable, whatever
+        // the interleaving. About 4 events each, 60 times the file's room.
+        let gs = 30_000;
+        let events = trace(|| {
+            let hs: Vec<_> = (0..gs).map(|i| goro::go!(move || spin(i % 64))).collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+        });
+        assert_eq!(lost(&events), 0);
+        let creates = events.iter().filter(|e| e["ph"] == "i" && e["name"] == "go").count() as u64;
+        let exits = events
+            .iter()
+            .filter(|e| e["cat"] == "g" && e["args"]["end"] == "exit")
+            .count() as u64;
+        assert_eq!((creates, exits), (gs, gs), "`go` instants and `exit` runs of {gs} Gs");
+        let runs = runs_by_track(&events);
+        for (tid, rs) in &runs {
+            assert_no_overlap(*tid, rs);
+        }
+        return;
+    }
+    let out = common::run_child_in(module_path!(), "a_spill_file_that_cannot_grow_loses_no_event", &[]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

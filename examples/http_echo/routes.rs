@@ -45,7 +45,8 @@ pub fn answer(head: &Head, body: &[u8], out: &mut Vec<u8>) {
                         dump = trace;
                         Response::new(200, "application/json", &dump)
                     }
-                    Err(status) => Response::text(status, "a trace is already being taken\n"),
+                    Err(409) => Response::text(409, "a trace is already being taken\n"),
+                    Err(status) => Response::text(status, "writing the trace failed\n"),
                 },
                 Err(why) => Response::text(400, why),
             },
@@ -94,7 +95,8 @@ fn trace_seconds(path: &str) -> Result<u64, &'static str> {
 }
 
 /// An execution trace of the next `seconds` (`goro::runtime::trace`), as its
-/// JSON; `Err(409)` while another is being taken (one at a time, as Go's).
+/// JSON; `Err(409)` while another is being taken (one at a time, as Go's),
+/// `Err(500)` if writing it failed.
 /// The waiting goroutine is parked: its connection's read deadlines are not
 /// running meanwhile, and its answer is written under the write timeout.
 fn execution_trace(seconds: u64) -> Result<Vec<u8>, u16> {
@@ -102,7 +104,8 @@ fn execution_trace(seconds: u64) -> Result<Vec<u8>, u16> {
     goro::runtime::trace::start(buf.clone()).map_err(|_| 409_u16)?;
     goro::time::sleep(std::time::Duration::from_secs(seconds));
     if let Err(e) = goro::runtime::trace::stop() {
-        return Ok(format!("[{{\"error\":\"{e}\"}}]\n").into_bytes());
+        eprintln!("http_echo: /debug/trace: {e}");
+        return Err(500);
     }
     let trace = std::mem::take(&mut *buf.0.lock().unwrap_or_else(|e| e.into_inner()));
     Ok(trace)

@@ -8,6 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 pub const M_TID_BASE: u64 = 10_000;
 /// The track of events that have no P (sysmon, plain threads).
 pub const RUNTIME_TID: u64 = 20_000;
+/// The largest time or duration taken (31 years in µs): sums and spans of
+/// such values stay finite.
+const MAX_US: f64 = 1e15;
 
 /// How a run ended (`args.end`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -408,8 +411,8 @@ impl<'a> Ev<'a> {
         match self.map.get(key) {
             None => Ok(None),
             Some(v) => match v.as_f64() {
-                Some(n) if n.is_finite() => Ok(Some(n)),
-                _ => Err(self.wrong(key, "a number", v)),
+                Some(n) if n.abs() <= MAX_US => Ok(Some(n)),
+                _ => Err(self.wrong(key, "a number of microseconds within 31 years", v)),
             },
         }
     }

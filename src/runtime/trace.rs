@@ -20,8 +20,8 @@
 //! appends full buffers, raw, to an unnamed spill file (`sys/trace_spill.rs`)
 //! and turns them into JSON when the trace stops, so the program shares no
 //! CPU with JSON formatting while it is traced; memory stays bounded (16 MiB
-//! of buffers). Where no spill file can be made, the writer formats as the
-//! buffers fill. Events that find no buffer are counted and the count is
+//! of buffers). Where no spill file can be made, or once it cannot grow, the
+//! writer formats as the buffers fill (after what the file held). Events that find no buffer are counted and the count is
 //! written at the end of the trace (`"lost"`).
 //!
 //! Thread: `start` and `stop` serialise on `WRITING`; the writer thread owns
@@ -49,6 +49,9 @@ struct Writing {
 /// `AlreadyExists` if a trace is being written; an error writing `w`'s first
 /// bytes.
 pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
+    // The runtime first: its start may begin the `GORO_TRACE` trace, which
+    // takes `WRITING` itself.
+    super::sched::state::sched();
     let mut writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
     if writing.is_some() {
         return Err(io::Error::new(
@@ -56,7 +59,6 @@ pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
             "goro: a trace is already being written",
         ));
     }
-    super::sched::state::sched();
     let tpu = trace_buf::ticks_per_us(2_000_000);
     let t0 = trace_buf::now();
     let mut json = Json::new(w, t0, tpu)?;
@@ -81,12 +83,14 @@ pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
 }
 
 /// Stops tracing, writes out every recorded event and the trace's end, and
-/// flushes the writer. The events are turned into JSON here (a few million
-/// per second), so `stop` takes longer the more was recorded.
+/// flushes the writer. The events are turned into JSON here (about four
+/// million a second), so `stop` takes longer the more was recorded; called
+/// from a goroutine, it waits as in [`crate::blocking`], its P free for
+/// others. Events that found no buffer are not an error: the trace's last
+/// record counts them (`"lost"`).
 ///
 /// # Errors
-/// `NotFound` if no trace is being written; the first error writing the trace,
-/// or keeping its events in the spill file (those events are counted lost).
+/// `NotFound` if no trace is being written; the first error writing the trace.
 pub fn stop() -> io::Result<()> {
     let mut writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
     let Some(Writing { writer }) = writing.take() else {
@@ -96,7 +100,7 @@ pub fn stop() -> io::Result<()> {
         ));
     };
     TRACER.end();
-    let result = match writer.join() {
+    let result = match crate::blocking(|| writer.join()) {
         Ok(result) => result,
         Err(_) => Err(io::Error::other("goro: the trace writer panicked")),
     };
@@ -107,30 +111,39 @@ pub fn stop() -> io::Result<()> {
 /// Where the writer keeps full chunks until the trace ends.
 struct Keep<W: Write> {
     json: Json<W>,
+    /// The spill file while it works; without one, events are formatted as
+    /// they come.
     spill: Option<Spill>,
     /// The first error writing the JSON: nothing more is written.
     json_failed: Option<io::Error>,
-    /// The first error appending to the spill file: later events are lost.
-    spill_failed: Option<io::Error>,
 }
 
 impl<W: Write> Keep<W> {
-    /// Spills `chunk`'s events, or formats them if there is no spill file.
+    /// Spills `chunk`'s events, or formats them if there is no spill file. A
+    /// spill file that fails (a full disk) is drained into the JSON, in order,
+    /// and the trace goes on without it: nothing is lost.
     fn keep(&mut self, chunk: &Chunk) {
-        match &mut self.spill {
-            Some(_) if self.spill_failed.is_some() => self.lose(chunk.events()),
-            Some(spill) => {
-                if let Err(e) = spill.append(chunk.events()) {
-                    self.spill_failed = Some(e);
-                    self.lose(chunk.events());
-                }
+        if let Some(spill) = &mut self.spill {
+            if spill.append(chunk.events()).is_ok() {
+                return;
             }
-            None => self.write(chunk.events()),
+            self.drain_spill();
         }
+        self.write(chunk.events());
     }
 
-    fn lose(&self, events: impl Iterator<Item = Event>) {
-        TRACER.lost.fetch_add(events.count() as u64, Ordering::Relaxed);
+    /// Formats what the spill file holds, and drops it.
+    fn drain_spill(&mut self) {
+        let Some(mut spill) = self.spill.take() else {
+            return;
+        };
+        if self.json_failed.is_some() {
+            return;
+        }
+        let json = &mut self.json;
+        if let Err(e) = spill.read_back(|ev| json.event(ev)) {
+            self.json_failed = Some(e);
+        }
     }
 
     /// Formats `events` unless writing already failed.
@@ -149,12 +162,7 @@ impl<W: Write> Keep<W> {
     /// The trace ended: the spilled events, then the buffers' last ones, in
     /// JSON, and the trace's end.
     fn finish(mut self, last: Vec<Vec<Event>>) -> io::Result<()> {
-        if let Some(mut spill) = self.spill.take() {
-            let json = &mut self.json;
-            if let Err(e) = spill.read_back(|ev| json.event(ev)) {
-                self.json_failed.get_or_insert(e);
-            }
-        }
+        self.drain_spill();
         for events in last {
             self.write(events.into_iter());
         }
@@ -162,13 +170,7 @@ impl<W: Write> Keep<W> {
             return Err(e);
         }
         self.json.finish(TRACER.lost.load(Ordering::Relaxed))?;
-        match self.spill_failed {
-            Some(e) => Err(io::Error::new(
-                e.kind(),
-                format!("goro: the trace's spill file: {e} (the events after it are counted lost)"),
-            )),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 
@@ -181,7 +183,6 @@ fn write_out<W: Write>(json: Json<W>, spill: Option<Spill>) -> io::Result<()> {
         json,
         spill,
         json_failed: None,
-        spill_failed: None,
     };
     loop {
         let (chunks, names, last) = {
@@ -235,10 +236,13 @@ pub(crate) fn start_from_env() {
 /// Writes out a trace still running as the process exits (the `GORO_TRACE`
 /// trace; the deadlock report and SIGQUIT exit through `exit` too).
 fn finish_at_exit() {
-    let _ = std::panic::catch_unwind(|| {
-        if let Err(e) = stop() {
-            if e.kind() != io::ErrorKind::NotFound {
-                eprintln!("goro: writing the trace: {e}");
+    let _ = std::panic::catch_unwind(|| match stop() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => eprintln!("goro: writing the trace: {e}"),
+        Ok(()) => {
+            let lost = TRACER.lost.load(Ordering::Relaxed);
+            if lost > 0 {
+                eprintln!("goro: the trace lost {lost} events (no free buffer); it counts them");
             }
         }
     });

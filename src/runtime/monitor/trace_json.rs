@@ -60,9 +60,11 @@ pub(crate) struct Json<W: Write> {
     /// By M id: the G run under way, and the blocking call under way (G, start).
     runs: Vec<Option<Open>>,
     blocking: Vec<Option<(u64, u64)>>,
-    /// By M id: a blocking call ended and no run started since (a `Stop`
-    /// then is the G leaving an M without a P, its run already drawn).
-    left_blocking: Vec<bool>,
+    /// By M id: the M recorded a run's start or stop in this trace. A `Stop`
+    /// with no run under way is then not a run from before the trace: its
+    /// start was lost, or it is a G leaving a blocking call with no P free,
+    /// whose run was already drawn; it gets no slice.
+    ran: Vec<bool>,
     /// Tracks whose names were written: Ps by id, Ms by id.
     named_p: Vec<bool>,
     named_m: Vec<bool>,
@@ -106,7 +108,7 @@ impl<W: Write> Json<W> {
             ns_per_tick: 1000.0 / ticks_per_us,
             runs: Vec::new(),
             blocking: Vec::new(),
-            left_blocking: Vec::new(),
+            ran: Vec::new(),
             named_p: Vec::new(),
             named_m: Vec::new(),
             names: HashMap::new(),
@@ -208,7 +210,7 @@ impl<W: Write> Json<W> {
                 // are not in it.
                 let known = ev.arg & !READIED >= self.t0;
                 if ev.m != NO_M {
-                    *slot(&mut self.left_blocking, ev.m as usize) = false;
+                    *slot(&mut self.ran, ev.m as usize) = true;
                     *slot(&mut self.runs, ev.m as usize) = Some(Open {
                         g: ev.g,
                         p: ev.p,
@@ -225,13 +227,10 @@ impl<W: Write> Json<W> {
                 }
             }
             Kind::Stop => {
-                let left_blocking = self
-                    .left_blocking
-                    .get_mut(ev.m as usize)
-                    .is_some_and(|b| std::mem::replace(b, false));
+                let ran = ev.m != NO_M && std::mem::replace(slot(&mut self.ran, ev.m as usize), true);
                 let open = match self.runs.get_mut(ev.m as usize).and_then(Option::take) {
                     Some(open) if open.g == ev.g => open,
-                    _ if left_blocking => return Ok(()),
+                    _ if ran => return Ok(()),
                     // Running when the trace started.
                     _ => Open {
                         g: ev.g,
@@ -262,7 +261,6 @@ impl<W: Write> Json<W> {
                 *slot(&mut self.blocking, ev.m as usize) = Some((ev.g, ev.ts));
             }
             Kind::BlockingExit if ev.m != NO_M => {
-                *slot(&mut self.left_blocking, ev.m as usize) = true;
                 let (g, start) = self
                     .blocking
                     .get_mut(ev.m as usize)
@@ -456,6 +454,66 @@ mod tests {
         assert_eq!(text(|b| micros(b, 7)), "0.007");
         assert_eq!(text(|b| micros(b, 1_234_567)), "1234.567");
         assert_eq!(text(|b| micros(b, 90_010)), "90.010");
+    }
+
+    fn ev(kind: Kind, m: u32, g: u64, ts: u64) -> Event {
+        Event {
+            ts,
+            g,
+            arg: 0,
+            m,
+            p: 0,
+            kind,
+            small: Stop::Park as u8,
+        }
+    }
+
+    /// The `X` slices' `(g, ts)` of a trace of `events`.
+    fn slices(events: &[Event]) -> Vec<(u64, String)> {
+        let mut json = Json::new(Vec::new(), 1000, 1000.0).unwrap();
+        for e in events {
+            json.event(e).unwrap();
+        }
+        let out = String::from_utf8(json.finish(0).unwrap()).unwrap();
+        out.lines()
+            .filter(|l| l.contains("\"ph\":\"X\""))
+            .map(|l| {
+                let g = l
+                    .split("\"g\":")
+                    .nth(1)
+                    .unwrap()
+                    .split(',')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let ts = l.split("\"ts\":").nth(1).unwrap().split(',').next().unwrap().to_owned();
+                (g, ts)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stop_without_its_start_is_drawn_only_for_a_run_from_before_the_trace() {
+        let events = [
+            // M0: G1 running since before the trace, then G2's run.
+            ev(Kind::Stop, 0, 1, 5_000),
+            ev(Kind::Start, 0, 2, 6_000),
+            ev(Kind::Stop, 0, 2, 7_000),
+            // G3's start lost (or G3 left a blocking call without a P): no
+            // slice from the trace's start.
+            ev(Kind::Stop, 0, 3, 9_000),
+            ev(Kind::Start, 0, 4, 10_000),
+            ev(Kind::Stop, 0, 4, 11_000),
+        ];
+        assert_eq!(
+            slices(&events),
+            [
+                (1, "0.000".to_owned()),
+                (2, "5.000".to_owned()),
+                (4, "9.000".to_owned())
+            ]
+        );
     }
 
     #[test]

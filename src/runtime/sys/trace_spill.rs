@@ -4,7 +4,9 @@
 //! of 64 KiB, so the writer takes almost no CPU from the traced program while
 //! it runs (docs/decisions/0032-trace-spill.md); memory stays bounded by the
 //! chunks, and the file is unnamed (`O_TMPFILE` in the temporary directory,
-//! else a name removed at once), so nothing is left behind.
+//! else a name removed at once), so nothing is left behind. The file takes 32
+//! bytes an event; if it cannot grow (a full disk), the writer turns what it
+//! holds into JSON and goes on without it (`runtime/trace.rs`).
 //!
 //! Thread: owned by the trace writer thread.
 
@@ -12,6 +14,7 @@ use super::trace_buf::{Event, Kind};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 
 /// Bytes of one event in the file.
 const RECORD: usize = 32;
@@ -28,39 +31,29 @@ pub(crate) struct Spill {
 }
 
 impl Spill {
-    /// An unnamed file in the temporary directory.
+    /// An unnamed file in the temporary directory (`TMPDIR`), else in
+    /// `/tmp`, `/var/tmp` or `/dev/shm`, the first that takes one.
     pub(crate) fn create() -> io::Result<Spill> {
-        let dir = std::env::temp_dir();
-        let file = match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_TMPFILE)
-            .open(&dir)
-        {
-            Ok(file) => file,
-            // A file system without O_TMPFILE: a fresh name, removed at once.
-            Err(_) => {
-                let name = dir.join(format!(
-                    "goro-trace-{}-{}.spill",
-                    std::process::id(),
-                    super::trace_buf::monotonic_ns()
-                ));
-                let file = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&name)?;
-                std::fs::remove_file(&name)?;
-                file
+        let mut dirs = vec![std::env::temp_dir()];
+        for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
+            if !dirs.iter().any(|d| d.as_path() == Path::new(dir)) {
+                dirs.push(dir.into());
             }
-        };
-        Ok(Spill {
-            file,
-            buf: Vec::new(),
-            good: 0,
-        })
+        }
+        let mut last = io::Error::from(io::ErrorKind::NotFound);
+        for dir in &dirs {
+            match unnamed_file_in(dir) {
+                Ok(file) => {
+                    return Ok(Spill {
+                        file,
+                        buf: Vec::new(),
+                        good: 0,
+                    })
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
     }
 
     /// Appends `events`; returns how many.
@@ -91,6 +84,33 @@ impl Spill {
         }
         Ok(())
     }
+}
+
+/// A file in `dir` with no name: `O_TMPFILE`, or where the file system has
+/// none, a fresh name removed at once.
+fn unnamed_file_in(dir: &Path) -> io::Result<File> {
+    let unnamed = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir);
+    if unnamed.is_ok() {
+        return unnamed;
+    }
+    let name = dir.join(format!(
+        "goro-trace-{}-{}.spill",
+        std::process::id(),
+        super::trace_buf::monotonic_ns()
+    ));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&name)?;
+    std::fs::remove_file(&name)?;
+    Ok(file)
 }
 
 fn encode(ev: &Event, out: &mut Vec<u8>) {
