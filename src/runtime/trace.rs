@@ -100,7 +100,7 @@ pub fn stop() -> io::Result<()> {
         ));
     };
     TRACER.end();
-    let result = match crate::blocking(|| writer.join()) {
+    let result = match super::sched::syscall::blocking(|| writer.join()) {
         Ok(result) => result,
         Err(_) => Err(io::Error::other("goro: the trace writer panicked")),
     };
