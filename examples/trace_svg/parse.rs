@@ -412,7 +412,8 @@ impl<'a> Ev<'a> {
             None => Ok(None),
             Some(v) => match v.as_f64() {
                 Some(n) if n.abs() <= MAX_US => Ok(Some(n)),
-                _ => Err(self.wrong(key, "a number of microseconds within 31 years", v)),
+                Some(_) => Err(self.wrong(key, "a time within 31 years (in µs)", v)),
+                None => Err(self.wrong(key, "a number", v)),
             },
         }
     }

@@ -370,7 +370,7 @@ fn two_hundred_thousand_runs_make_a_small_svg() {
 #[test]
 fn bad_input_is_refused_with_a_message_and_status_1() {
     let dir = TempDir::new("bad");
-    let cases: [(&str, &[u8], &str); 9] = [
+    let cases: [(&str, &[u8], &str); 10] = [
         (
             "words.json",
             b"hello world",
@@ -402,6 +402,11 @@ fn bad_input_is_refused_with_a_message_and_status_1() {
             "g.json",
             b"[{\"ph\":\"X\",\"cat\":\"g\",\"tid\":0,\"ts\":1,\"dur\":3,\"args\":{\"g\":-4}}]",
             "`args.g` must be a non-negative integer, found a number (-4)",
+        ),
+        (
+            "huge.json",
+            b"[{\"ph\":\"X\",\"cat\":\"g\",\"tid\":0,\"ts\":1e308,\"dur\":3,\"args\":{\"g\":4}}]",
+            "`ts` must be a time within 31 years (in µs), found a number (1e+308)",
         ),
         ("after.json", b"[] []", "data after the closing `]` at line 1, column 4"),
     ];
