@@ -24,8 +24,10 @@
 //! `GODEBUG=deadlock=0` turns the check off.
 //!
 //! # Who triggers the check
-//! [`poke`](crate::runtime::sched::observers::poke) runs when the last P goes idle and when a plain thread starts an
-//! untimed goro wait: the two events after which the conditions can first hold.
+//! [`poke`](crate::runtime::sched::observers::poke) runs when the last P goes idle (its M parks, or sleeps in the
+//! poller on timers alone, which may all be stopped or abandoned) and when a
+//! plain thread starts an untimed goro wait: the events after which the
+//! conditions can first hold.
 //! It reads a few counters (untimed plain-thread waits, idle Ps, network
 //! waiters, every P's timer count) and, only if they allow a deadlock, wakes the
 //! reporter thread (a flag keeps pokes from writing again until that check has
