@@ -377,7 +377,9 @@ fn a_spill_file_that_cannot_grow_loses_no_event() {
         }
         common::init_procs(PROCS);
         // Every G makes a `go` instant and an `exit` run: countable, whatever
-        // the interleaving. About 4 events each, 60 times the file's room.
+        // the interleaving. About 4 events each, 60 times the file's room
+        // (without the spill drained into the JSON, about 500 of each are
+        // missing).
         let gs = 30_000;
         let events = trace(|| {
             let hs: Vec<_> = (0..gs).map(|i| goro::go!(move || spin(i % 64))).collect();
@@ -387,11 +389,14 @@ fn a_spill_file_that_cannot_grow_loses_no_event() {
         });
         assert_eq!(lost(&events), 0);
         let creates = events.iter().filter(|e| e["ph"] == "i" && e["name"] == "go").count() as u64;
+        assert_eq!(creates, gs, "`go` instants of {gs} Gs");
+        // A G's run ends after its join returns: the last one on each M may
+        // end after the trace stopped.
         let exits = events
             .iter()
             .filter(|e| e["cat"] == "g" && e["args"]["end"] == "exit")
             .count() as u64;
-        assert_eq!((creates, exits), (gs, gs), "`go` instants and `exit` runs of {gs} Gs");
+        assert!(exits + 2 * PROCS as u64 >= gs, "{exits} `exit` runs of {gs} Gs");
         let runs = runs_by_track(&events);
         for (tid, rs) in &runs {
             assert_no_overlap(*tid, rs);
