@@ -258,9 +258,26 @@ impl Drop for LockSet<'_> {
 
 /// Runs a select over `cases`: returns with exactly one case marked selected, or
 /// none if `has_default` and nothing was ready. See the module docs.
+///
+/// Safe code cannot call it:
+///
+/// ```compile_fail,E0133
+/// let (_tx, rx) = goro::chan::bounded::<i32>(1);
+/// let case = goro::chan::__private::RecvCase::new(&rx);
+/// goro::chan::__private::select(&[&case, &case], true);
+/// ```
+///
+/// # Safety
+/// Only the `select!` expansion calls this: each case object is a fresh local of
+/// the expansion, named once in `cases`, and not moved or reused until the
+/// winner's result is taken. A case named twice would queue one sudog twice
+/// and leave a channel pointing at it after it is gone; that one is checked
+/// (a panic before anything is locked or queued), but the contract is the
+/// expansion's shape, not the check.
 #[doc(hidden)]
-pub fn select(cases: &[&dyn Case], has_default: bool) {
+pub unsafe fn select(cases: &[&dyn Case], has_default: bool) {
     crate::runtime::wait::preempt_check();
+    assert_distinct(cases);
     if cases.is_empty() {
         if has_default {
             return;
@@ -308,6 +325,20 @@ pub fn select(cases: &[&dyn Case], has_default: bool) {
     drop(locks);
     cases[won].finish_woken();
     cases[won].mark_selected();
+}
+
+/// Panics if one case object is named twice: its sudog would be queued twice.
+/// Quadratic, but a select has a handful of arms and this is a few compares
+/// beside locking each channel.
+fn assert_distinct(cases: &[&dyn Case]) {
+    let addr = |c: &&dyn Case| *c as *const dyn Case as *const () as usize;
+    for (i, a) in cases.iter().enumerate() {
+        let a = addr(a);
+        assert!(
+            cases[i + 1..].iter().all(|b| addr(b) != a),
+            "select: one case object is named twice (case {i})"
+        );
+    }
 }
 
 /// `select! {}`: blocks forever (Go's `select {}`).
@@ -406,6 +437,16 @@ fn poll_order(n: usize) -> Vec<usize> {
 /// - `select! {}` blocks forever (Go's `select {}`); a select with only a
 ///   `default` arm runs it. [`chan::never()`](crate::chan::never) stands in for
 ///   Go's nil channel, to switch an arm off.
+/// - It is a safe macro: no operand or body is placed in an `unsafe` block, and
+///   a crate under `#![forbid(unsafe_code)]` can use it:
+///
+/// ```
+/// #![forbid(unsafe_code)]
+/// let (tx, rx) = goro::chan::bounded::<u8>(0);
+/// let h = goro::go!(move || tx.send(1));
+/// goro::select! { recv(rx) -> v => assert_eq!(v, Ok(1)) }
+/// h.join().unwrap().unwrap();
+/// ```
 ///
 /// A loop that drains work until told to stop, with a non-blocking poll:
 ///
@@ -545,20 +586,50 @@ macro_rules! __select_bind {
         $crate::__select_bind! { [$($bound)* (__case ($p) $body)] $d $($rest)* }
     };
     ([$(($case:ident ($p:pat) $body:tt))*] ()) => {
-        $crate::chan::__private::select(&[$(&$case as &dyn $crate::chan::__private::Case),*], false);
+        // SAFETY: each `$case` is a distinct local bound above and not touched
+        // again until the winner's result is taken; no user expression is
+        // evaluated inside this block.
+        unsafe { $crate::chan::__private::select(&[$(&$case as &dyn $crate::chan::__private::Case),*], false) };
         $( if $case.is_selected() { let $p = $case.take(); $body } else )* {
             ::core::unreachable!("select!: no arm was selected")
         }
     };
     ([$(($case:ident ($p:pat) $body:tt))*] ($default:tt)) => {
-        $crate::chan::__private::select(&[$(&$case as &dyn $crate::chan::__private::Case),*], true);
+        // SAFETY: as above.
+        unsafe { $crate::chan::__private::select(&[$(&$case as &dyn $crate::chan::__private::Case),*], true) };
         $( if $case.is_selected() { let $p = $case.take(); $body } else )* $default
     };
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::{select, Case, RecvCase};
     use crate::chan::bounded;
+
+    /// A case named twice is refused before anything is queued: the channel
+    /// holds no pointer into the case, and later operations on it run normally.
+    #[test]
+    fn a_case_named_twice_is_refused_before_anything_is_queued() {
+        let (tx, rx) = bounded::<u64>(0);
+        let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let case = RecvCase::new(&rx);
+            let cases: [&dyn Case; 2] = [&case, &case];
+            // SAFETY: breaks `select`'s contract on purpose: the check must
+            // refuse it before any sudog is queued.
+            unsafe { select(&cases, false) };
+        }));
+        let msg = refused.expect_err("a duplicate case must panic");
+        let msg = msg.downcast_ref::<String>().map(String::as_str).unwrap_or("");
+        assert!(msg.contains("named twice"), "{msg}");
+        assert_eq!(
+            rx.chan.lock().st().recvq.len(),
+            0,
+            "a sudog of the refused select is queued"
+        );
+        let h = crate::go!(move || tx.send(7).unwrap());
+        assert_eq!(rx.recv(), Ok(7));
+        h.join().unwrap();
+    }
 
     /// Losing arms take their sudogs out: a select loop over a quiet channel
     /// leaves nothing queued on it.

@@ -116,6 +116,21 @@ impl<T> Claimed<T> {
     }
 }
 
+/// A sudog queued twice would corrupt the list and outlive its first removal:
+/// the process stops there, in release builds too (one load and a branch). No
+/// unwinding: the caller holds locks and has other sudogs queued.
+#[inline]
+fn check_not_queued(queued: bool) {
+    #[cold]
+    fn queued_twice() -> ! {
+        eprintln!("goro: fatal error: a wait record was queued twice");
+        std::process::abort()
+    }
+    if queued {
+        queued_twice()
+    }
+}
+
 /// A FIFO of blocked operations: an intrusive doubly-linked list through the
 /// sudogs, which stay put on their owners' stacks while queued. Removing a given
 /// sudog (a `select!` loser leaving, a timed-out waiter) is O(1), as Go's
@@ -141,7 +156,7 @@ impl<T> WaitQueue<T> {
 
     /// Queues `sg` at the tail; the caller keeps it alive until it is out of the queue.
     pub(crate) fn push(&mut self, sg: &Sudog<T>) {
-        debug_assert!(!sg.queued.get(), "sudog queued twice");
+        check_not_queued(sg.queued.get());
         sg.prev.set(self.tail);
         sg.next.set(std::ptr::null());
         // SAFETY: queued sudogs are alive while we hold the record's lock.
@@ -155,7 +170,7 @@ impl<T> WaitQueue<T> {
 
     /// Queues `sg` at the head (a waiter that was woken but lost the race).
     pub(crate) fn push_front(&mut self, sg: &Sudog<T>) {
-        debug_assert!(!sg.queued.get(), "sudog queued twice");
+        check_not_queued(sg.queued.get());
         sg.next.set(self.head);
         sg.prev.set(std::ptr::null());
         // SAFETY: as in `push`.
