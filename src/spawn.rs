@@ -55,8 +55,12 @@ use std::marker::PhantomData;
 /// their goroutine. `docs/SAFETY.md` explains the hazard and the alternatives.
 ///
 /// # Panics
-/// Never for ordinary use: this is [`Builder::spawn`] with default settings, which
-/// cannot fail.
+/// Never: this is [`Builder::spawn`] with default settings, which has no
+/// setting to refuse. The goroutine's stack is mapped when it first runs, and
+/// that can fail (an address-space limit, strict overcommit, too many mappings):
+/// the goroutine then does not run, its closure is dropped (as a plain thread's
+/// code: a destructor may wait) and [`JoinHandle::join`] returns `Err` saying
+/// so and naming the stack's size.
 #[track_caller]
 pub unsafe fn spawn<F, T>(f: F) -> JoinHandle<T>
 where
@@ -77,7 +81,7 @@ where
 {
     Builder::new()
         .start(f)
-        .expect("spawn with default settings cannot fail")
+        .expect("a default Builder has no setting to refuse")
 }
 
 /// Starts `f` as a G that dumps show as made at `origin` (a timer's
@@ -88,7 +92,7 @@ where
 {
     Builder::new()
         .start_from(origin, f)
-        .expect("spawn with default settings cannot fail")
+        .expect("a default Builder has no setting to refuse")
 }
 
 /// [`go!`](crate::go!)`(builder, f)`: [`Builder::spawn`] as a safe call, under
@@ -178,8 +182,8 @@ impl Builder {
     /// # Errors
     /// `io::ErrorKind::InvalidInput` for a stack size above 1 GiB or a name that
     /// contains a NUL byte. (The stack is mapped when the goroutine first runs; if
-    /// that fails, `join` returns the error message as the goroutine's panic
-    /// payload.)
+    /// that fails, the goroutine does not run: its closure is dropped and `join`
+    /// returns the reason as the goroutine's panic payload.)
     ///
     /// # Safety
     /// As [`spawn`]'s: `f`, and all it calls, uses no thread-local except inside
@@ -282,6 +286,9 @@ impl<T> JoinHandle<T> {
     /// # Errors
     /// `Err(payload)` if the goroutine panicked: the value passed to `panic!`
     /// (a `&'static str` or a `String` for a message), as `std::thread` gives it.
+    /// A goroutine whose stack could not be mapped did not run: its payload is
+    /// a `String`, `goro: the goroutine did not run: cannot map its stack of N
+    /// bytes: ` and the system's reason.
     pub fn join(self) -> Result<T, Box<dyn Any + Send + 'static>> {
         preempt_check();
         let slot = self.slot();

@@ -239,7 +239,7 @@ fn a_detached_g_without_a_stack_says_so() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("\"huge\" did not run: goro: cannot allocate a goroutine stack"),
+        stderr.contains("\"huge\" did not run: cannot map its stack of 1073741824 bytes"),
         "{stderr}"
     );
 }

@@ -159,3 +159,89 @@ fn counters_add_up() {
     assert_eq!(after.procs.len(), goro::runtime::gomaxprocs());
     assert!(goro::runtime::num_goroutine() as u64 <= after.live + 64);
 }
+
+/// A goroutine whose stack cannot be mapped does not run: `join` says why and
+/// how large the stack was, and the destructors of what its closure captured
+/// run as a plain thread's code, so they may wait (a sleep, a channel, a
+/// `local!` value whose own destructor waits) or panic without harming the M.
+#[test]
+fn a_goroutine_without_a_stack_drops_its_closure_as_a_plain_thread() {
+    goro::local! { static PARTING: RefCell<Option<WaitsOnDrop>> = const { RefCell::new(None) } }
+
+    /// Waits on a goro sleep and a goro channel when dropped.
+    struct WaitsOnDrop(goro::chan::Sender<&'static str>);
+    impl Drop for WaitsOnDrop {
+        fn drop(&mut self) {
+            goro::time::sleep(Duration::from_millis(5));
+            let (tx, rx) = goro::chan::bounded(0);
+            let h = go!(move || tx.send(()).unwrap());
+            rx.recv().unwrap();
+            h.join().unwrap();
+            self.0.send("dropped").unwrap();
+        }
+    }
+    /// Leaves a goroutine-local value that waits, then waits itself (its
+    /// field's drop).
+    struct LeavesALocal {
+        _waits: WaitsOnDrop,
+        tx: goro::chan::Sender<&'static str>,
+    }
+    impl Drop for LeavesALocal {
+        fn drop(&mut self) {
+            let tx = self.tx.clone();
+            PARTING.with(|p| *p.borrow_mut() = Some(WaitsOnDrop(tx)));
+        }
+    }
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("a destructor that panics");
+        }
+    }
+    use std::cell::RefCell;
+
+    if common::is_child() {
+        let _w = common::watchdog("a_goroutine_without_a_stack", Duration::from_secs(60));
+        goro::runtime::Config::new().procs(2).init().unwrap();
+        go!(|| ()).join().unwrap();
+        common::limit_address_space(256 << 20);
+        let huge = || Builder::new().name("huge").stack_size(1 << 30);
+        let (tx, rx) = goro::chan::bounded(8);
+        let waits = WaitsOnDrop(tx.clone());
+        let leaves = LeavesALocal {
+            _waits: WaitsOnDrop(tx.clone()),
+            tx: tx.clone(),
+        };
+        let panics = PanicsOnDrop;
+        let joins = [
+            go!(huge(), move || drop(waits)).unwrap(),
+            go!(huge(), move || drop(leaves)).unwrap(),
+            go!(huge(), move || drop(panics)).unwrap(),
+        ];
+        for h in joins {
+            let err = h.join().expect_err("the goroutine cannot have run");
+            let msg = err.downcast_ref::<String>().expect("a String payload");
+            assert!(
+                msg.contains("did not run: cannot map its stack of 1073741824 bytes"),
+                "{msg}"
+            );
+        }
+        // One from `waits`, one from `leaves`' field, one from the local.
+        let got: Vec<_> = (0..3).map(|_| rx.recv().unwrap()).collect();
+        assert_eq!(got, ["dropped"; 3]);
+        // The Ms that ran those destructors still run goroutines.
+        let sum: u64 = (0..64).map(|i| go!(move || i)).map(|h| h.join().unwrap()).sum();
+        assert_eq!(sum, 64 * 63 / 2);
+        println!("CHILD-OK");
+        return;
+    }
+    let out = common::run_child_in(
+        module_path!(),
+        "a_goroutine_without_a_stack_drops_its_closure_as_a_plain_thread",
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed: {:?}\n{stderr}", out.status);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-OK"), "{stderr}");
+    assert!(stderr.contains("a destructor that panics"), "{stderr}");
+}

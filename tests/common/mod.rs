@@ -233,3 +233,21 @@ pub fn rss_kib() -> usize {
         .and_then(|v| v.parse().ok())
         .expect("VmRSS in /proc/self/status")
 }
+
+/// Limits this process's address space to what is mapped now plus `room`
+/// bytes (`RLIMIT_AS`): a child's way to make a large goroutine stack
+/// impossible to map.
+pub fn limit_address_space(room: u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let vm_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    let limit = libc::rlimit {
+        rlim_cur: (vm_kb << 10) + room,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: setrlimit with a valid struct.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) }, 0);
+}

@@ -150,14 +150,16 @@ where
                 result
             }
             Some(err) => {
-                drop(f);
-                // Whatever `f`'s destructors made (they ran on the M's stack).
-                destroy_running();
-                let msg = format!("goro: cannot allocate a goroutine stack: {err}");
+                // User destructors (the body's captures, then whatever they put
+                // in goroutine-locals): a panic among them is printed by the hook
+                // and stops there, so the joiner still gets its answer.
+                drop_caught(f);
+                drop_caught(DestroyRunning);
                 if task_ref.detached_now() {
                     // Nobody will join it to see the error.
-                    report_detached_without_stack(&msg);
+                    report_detached_without_stack(&err);
                 }
+                let msg = format!("goro: the goroutine did not run: {err}");
                 Some(Err(Box::new(msg) as Box<dyn Any + Send>))
             }
         };
@@ -179,6 +181,16 @@ fn destroy_running() {
     unsafe { destroy(current_map()) }
 }
 
+/// Runs [`destroy_running`] when dropped, so [`drop_caught`] can contain a
+/// panic in a goroutine-local's destructor.
+struct DestroyRunning;
+
+impl Drop for DestroyRunning {
+    fn drop(&mut self) {
+        destroy_running();
+    }
+}
+
 /// Drops a result nobody will read; a panic in its destructor has been printed
 /// by the panic hook and goes no further (it must not unwind out of the G).
 fn drop_caught<T>(result: T) {
@@ -186,13 +198,15 @@ fn drop_caught<T>(result: T) {
 }
 
 /// Says on stderr that a detached G never ran: no stack could be mapped for it.
-fn report_detached_without_stack(msg: &str) {
-    let (id, name) = current_g().map_or((0, String::new()), |g| {
+fn report_detached_without_stack(err: &io::Error) {
+    // A plain-thread context (`sched/syscall.rs`): the G is the M's `syscallg`.
+    let g = current_g().or_else(|| current_m().and_then(|m| m.syscallg()));
+    let (id, name) = g.map_or((0, String::new()), |g| {
         // SAFETY: the G is this M's, being retired; its name does not change.
         let name = unsafe { g.name() }.map(|n| format!(" {n:?}")).unwrap_or_default();
         (g.id(), name)
     });
-    eprintln!("goroutine {id}{name} did not run: {msg}");
+    eprintln!("goroutine {id}{name} did not run: {err}");
 }
 
 /// Runs a goroutine's body. The name is std's marker for where a short

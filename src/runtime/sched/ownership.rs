@@ -239,6 +239,19 @@ pub(crate) fn enter_syscall(m: &'static M, g: GRef) {
 /// this M (false: it was queued, and runs on whichever M took it).
 #[inline(never)]
 pub(crate) fn exit_syscall(m: &'static M, g: GRef) -> bool {
+    let got = take_p_after_syscall(m, g);
+    if !got {
+        // No P: the G goes to the global queue from the scheduler side (its M then
+        // has no P and stops), and continues wherever an M picks it up.
+        // SAFETY: `g` is the G running this code.
+        unsafe { g.switch_out(Switch::Yield) };
+    }
+    got
+}
+
+/// [`exit_syscall`] up to the switch: the G runs again as itself and the M
+/// takes its old P back, or any idle one. Returns whether it got one.
+pub(crate) fn take_p_after_syscall(m: &'static M, g: GRef) -> bool {
     enter(&m.depth);
     set_current_g(Some(g));
     m.set_syscallg(None);
@@ -259,11 +272,5 @@ pub(crate) fn exit_syscall(m: &'static M, g: GRef) -> bool {
         }
     }
     leave_runtime(m);
-    if !got {
-        // No P: the G goes to the global queue from the scheduler side (its M then
-        // has no P and stops), and continues wherever an M picks it up.
-        // SAFETY: `g` is the G running this code.
-        unsafe { g.switch_out(Switch::Yield) };
-    }
     got
 }

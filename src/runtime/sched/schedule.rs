@@ -195,8 +195,10 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
     let default_size = s.config.stack_size;
     // SAFETY: we popped `g` from a queue, so this M owns it until it switches out.
     let first_stack = unsafe { g.needs_stack() }.then(|| {
+        let size = g.stack_size();
         // SAFETY: this M holds `p`; the reference dies in this closure.
-        unsafe { p.local() }.stacks.get(&s.stacks, g.stack_size(), default_size)
+        let stack = unsafe { p.local() }.stacks.get(&s.stacks, size, default_size);
+        stack.map_err(|e| cannot_map(size, e))
     });
     leave_runtime(m);
     let p_id = p.id;
@@ -214,7 +216,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
         tracing::stopped_without_p(m, p_id);
     }
     match outcome {
-        Outcome::Exited(_) | Outcome::NoStack if tracing::on() => tracing::stopped(m, g, Stop::Exit),
+        Outcome::Exited(_) | Outcome::NoStack(_) if tracing::on() => tracing::stopped(m, g, Stop::Exit),
         _ => {}
     }
     match outcome {
@@ -226,7 +228,10 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
             }
             return exit_g(m, p, g);
         }
-        Outcome::NoStack => return exit_g(m, p, g),
+        Outcome::NoStack(err) => {
+            let p = super::syscall::fail_without_stack(m, g, err);
+            return exit_g(m, p, g);
+        }
         Outcome::Switched => {
             // SAFETY: the G has switched out; this M still owns it.
             let switch = std::mem::replace(&mut unsafe { g.ctx() }.switch, Switch::None);
@@ -258,6 +263,12 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
         }
     }
     true
+}
+
+/// The error a G that could not start reports: the stack's size and why.
+#[cold]
+fn cannot_map(size: usize, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("cannot map its stack of {size} bytes: {e}"))
 }
 
 /// The G's body returned: unregister it, drop its task and recycle the header.

@@ -7,10 +7,14 @@
 //! other Gs keep running; on return the G takes its P back if it is still free,
 //! else any idle P, else it queues itself and its M parks (`runtime::ownership`).
 
-use crate::runtime::sched::m::{current_g, current_m};
-use crate::runtime::sched::ownership::{enter_syscall, exit_syscall};
+use crate::runtime::sched::m::{current_g, current_m, set_current_g, M};
+use crate::runtime::sched::ownership::{
+    enter_runtime, enter_syscall, exit_syscall, leave_runtime, take_p_after_syscall,
+};
+use crate::runtime::sched::p::P;
 use crate::runtime::sched::tracing;
 use crate::runtime::sys::trace_buf::Kind;
+use crate::runtime::task::g::GRef;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// Calls `f` in a function of its own. Thread-locals `f` touches then have their
@@ -108,4 +112,24 @@ where
         Ok(r) => r,
         Err(payload) => resume_unwind(payload),
     }
+}
+
+/// A G whose first stack could not be mapped never runs: its task drops the body
+/// and stores the error for `join` ([`GRef::fail_without_stack`]). Those drops
+/// are user code (a captured value's `Drop`, a `local!` destructor) on the M's
+/// own stack, where there is no coroutine to park, so they run as `blocking`'s
+/// `f` does: the thread counts as a plain one (a goro wait blocks it, and
+/// [`current`](crate::current) still names the G), and sysmon hands the P to
+/// another M if they take long. Called by the M's loop inside the runtime with
+/// no current G and the G `Running`; returns the same way, with the M's P (its
+/// old one, or another idle one; none if there was none to take).
+pub(crate) fn fail_without_stack(m: &'static M, g: GRef, err: std::io::Error) -> Option<&'static P> {
+    leave_runtime(m);
+    set_current_g(Some(g));
+    enter_syscall(m, g);
+    // SAFETY: this M got `NoStack` from the G's first resume and owns it; once.
+    unsafe { g.fail_without_stack(err) };
+    take_p_after_syscall(m, g);
+    set_current_g(None);
+    enter_runtime(m)
 }

@@ -368,8 +368,9 @@ pub(crate) enum Outcome {
     Switched,
     /// The G's body returned; its stack is handed back for reuse.
     Exited(GStack),
-    /// No stack could be allocated; the body reported the error instead of running.
-    NoStack,
+    /// No stack could be mapped for the G's first run: it did not run. The
+    /// caller hands the error to [`G::fail_without_stack`].
+    NoStack(std::io::Error),
 }
 
 impl G {
@@ -752,11 +753,7 @@ impl G {
                 let task = ctx.task.expect("goro: G resumed without a task");
                 let stack = match first_stack.expect("goro: first run without a stack") {
                     Ok(stack) => stack,
-                    Err(e) => {
-                        // SAFETY: the task's one run, by its M, without a stack.
-                        unsafe { task.run(Some(e)) };
-                        return Outcome::NoStack;
-                    }
+                    Err(e) => return Outcome::NoStack(e),
                 };
                 self.guard.set(stack.guard());
                 let me = GRef::from(self);
@@ -783,6 +780,21 @@ impl G {
         }
     }
 
+    /// The G's first stack could not be mapped: its task runs its no-stack path
+    /// (drops the body, stores `err` for `join`). The caller runs this as a
+    /// plain-thread context (`sched/syscall.rs`): the destructors are user code
+    /// on the M's own stack, where a wait cannot park a coroutine.
+    ///
+    /// # Safety
+    /// The caller is the M that got [`Outcome::NoStack`] from this G's
+    /// [`G::resume`] and owns the G; called once.
+    pub(crate) unsafe fn fail_without_stack(&self, err: std::io::Error) {
+        // SAFETY: we own the G (caller's contract).
+        let task = unsafe { self.ctx() }.task.expect("goro: G without a task");
+        // SAFETY: the task's one run, by its M, without a stack.
+        unsafe { task.run(Some(err)) };
+    }
+
     /// Records `switch` and switches to the M's scheduler loop; returns when
     /// some M resumes this G. Callers go through `G::switch_out`
     /// (`sched/switch.rs`), which keeps a G that is unwinding on its M.
@@ -798,7 +810,9 @@ impl G {
         self.resume_sp
             .store(std::ptr::addr_of!(here) as usize, Ordering::Relaxed);
         let yielder = ctx.yielder;
-        debug_assert!(!yielder.is_null());
+        if yielder.is_null() {
+            no_coroutine(self.id());
+        }
         loop {
             // SAFETY: the yielder lives at the base of this coroutine's stack for as
             // long as the coroutine runs, and we are running on it.
@@ -821,6 +835,18 @@ impl G {
         // SAFETY: the dump resumed us and waits: this G owns itself.
         unsafe { self.ctx() }.inspected = Some(frames);
     }
+}
+
+/// A G asked to switch out while it runs on no coroutine of its own (its
+/// yielder is unset): only the runtime's own code runs a G's context off its
+/// coroutine, and always as a plain-thread context, so this is a runtime bug.
+/// Stopped here, in release builds too: switching would jump through a null
+/// pointer.
+#[cold]
+#[inline(never)]
+fn no_coroutine(id: u64) -> ! {
+    eprintln!("goro: fatal error: goroutine {id} tried to park while not running on its own stack");
+    std::process::abort()
 }
 
 /// Asks the CPU to start loading the cache line at `addr`, whatever it is: a
