@@ -34,6 +34,10 @@ const DEADLOCKS: &[(&str, Scenario)] = &[
     ("locked_g_waits_forever", locked_g_waits_forever),
     ("stopped_timers_do_not_delay_it", stopped_timers_do_not_delay_it),
     ("a_thread_lingers_then_exits", a_thread_lingers_then_exits),
+    ("unread_ticker_1ms", unread_ticker_1ms),
+    ("unread_ticker_1s", unread_ticker_1s),
+    ("unread_tick_1ms", unread_tick_1ms),
+    ("unread_after_1h", unread_after_1h),
 ];
 
 /// Scenarios that only look stuck for a while: the report must not fire.
@@ -48,6 +52,9 @@ const NOT_DEADLOCKS: &[(&str, Scenario)] = &[
     ("plain_threads_condvar", plain_threads_condvar),
     ("foreign_thread_holds_the_sender", foreign_thread_holds_the_sender),
     ("timed_wait_in_main", timed_wait_in_main),
+    ("g_receives_from_a_ticker", g_receives_from_a_ticker),
+    ("g_selects_on_a_ticker", g_selects_on_a_ticker),
+    ("main_receives_from_after", main_receives_from_after),
 ];
 
 fn main() {
@@ -305,6 +312,53 @@ fn a_thread_lingers_then_exits() {
     rx.recv().unwrap();
 }
 
+// A timer or ticker channel nobody waits on wakes no one when it fires (Go
+// 1.23's timer channels): holding one unread does not keep the report away,
+// however often it fires.
+
+fn unread_ticker_1ms() {
+    let (_tx, rx) = goro::chan::bounded::<u32>(0);
+    goro::go!(move || {
+        let ticker = goro::time::Ticker::new(Duration::from_millis(1));
+        // Read for a while, each way a receive can wait, then stop reading.
+        ticker.receiver().recv().unwrap();
+        ticker.receiver().recv_timeout(Duration::from_secs(3600)).unwrap();
+        goro::select! {
+            recv(ticker.receiver()) -> _ => {},
+            recv(rx) -> _ => unreachable!(),
+        }
+        rx.recv().unwrap()
+    })
+    .join()
+    .unwrap();
+}
+
+fn unread_ticker_1s() {
+    let (_tx, rx) = goro::chan::bounded::<u32>(0);
+    goro::go!(move || {
+        let _ticker = goro::time::Ticker::new(Duration::from_secs(1));
+        rx.recv().unwrap()
+    })
+    .join()
+    .unwrap();
+}
+
+fn unread_tick_1ms() {
+    let (_tx, rx) = goro::chan::bounded::<u32>(0);
+    goro::go!(move || {
+        let _ticks = goro::time::tick(Duration::from_millis(1));
+        rx.recv().unwrap()
+    })
+    .join()
+    .unwrap();
+}
+
+fn unread_after_1h() {
+    let (_tx, rx) = goro::chan::bounded::<u32>(0);
+    let _timeout = goro::time::after(Duration::from_secs(3600));
+    rx.recv().unwrap();
+}
+
 // ---- scenarios that only look stuck ----
 
 const WHILE: Duration = Duration::from_millis(400);
@@ -422,4 +476,38 @@ fn foreign_thread_holds_the_sender() {
 fn timed_wait_in_main() {
     let (_tx, rx) = goro::chan::bounded::<u32>(0);
     assert!(rx.recv_timeout(WHILE).is_err());
+}
+
+fn g_receives_from_a_ticker() {
+    goro::go!(|| {
+        let ticker = goro::time::Ticker::new(WHILE);
+        ticker.receiver().recv().unwrap();
+        ticker.receiver().recv_timeout(Duration::from_secs(3600)).unwrap();
+    })
+    .join()
+    .unwrap();
+}
+
+fn g_selects_on_a_ticker() {
+    let (_tx, rx) = goro::chan::bounded::<u32>(0);
+    goro::go!(move || {
+        let ticker = goro::time::Ticker::new(WHILE);
+        for _ in 0..2 {
+            goro::select! {
+                recv(ticker.receiver()) -> _ => {},
+                recv(rx) -> _ => unreachable!(),
+            }
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+fn main_receives_from_after() {
+    goro::time::after(WHILE).recv().unwrap();
+    let (_tx, rx) = goro::chan::bounded::<u32>(0);
+    goro::select! {
+        recv(goro::time::after(WHILE)) -> _ => {},
+        recv(rx) -> _ => unreachable!(),
+    }
 }

@@ -16,9 +16,10 @@
 //! # Locking
 //! `lock` guards `state`. Everything that touches `state` or a queued sudog holds
 //! it; the `closed` and `len` atomics mirror `state` for lock-free reads by
-//! `is_closed()` / `len()`. Wake-ups happen after the lock is released, with the
-//! waiter copied out first (see `waitq.rs`), so a woken waiter never waits for
-//! the lock its waker holds.
+//! `is_closed()` / `len()`, and on a timer's channel `waiting_receivers` counts
+//! its blocked receivers for the timer heap, which may not take the lock.
+//! Wake-ups happen after the lock is released, with the waiter copied out first
+//! (see `waitq.rs`), so a woken waiter never waits for the lock its waker holds.
 
 use super::error::{RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
 use crate::runtime::wait::{block, RawGuard, RawMutex, Sudog, WaitQueue, WaitReason, Waiter};
@@ -46,6 +47,12 @@ pub(crate) struct Chan<T> {
     state: UnsafeCell<State<T>>,
     closed: AtomicBool,
     len: AtomicUsize,
+    /// On a timer channel: receivers blocked on it (a `recv` or a `select!`
+    /// arm), each counted from before it parks until it returns, so never less
+    /// than the receivers queued. Untouched on other channels. Read without the
+    /// lock by the deadlock check, through the timer (`time/timer.rs`): a timer
+    /// firing into a channel nobody waits on wakes no one.
+    waiting_receivers: AtomicUsize,
     pub(crate) senders: AtomicUsize,
     pub(crate) receivers: AtomicUsize,
 }
@@ -87,6 +94,7 @@ impl<T> Chan<T> {
             }),
             closed: AtomicBool::new(false),
             len: AtomicUsize::new(0),
+            waiting_receivers: AtomicUsize::new(0),
             senders: AtomicUsize::new(senders),
             receivers: AtomicUsize::new(receivers),
         }
@@ -141,6 +149,24 @@ impl<T> Chan<T> {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// A receiver starts (`true`: lock held, before it parks) or ends (`false`:
+    /// once woken or timed out) a blocked wait on this channel; counted on a
+    /// timer's channel only (`waiting_receivers`).
+    pub(crate) fn receiver_waits(&self, starts: bool) {
+        if self.timer {
+            if starts {
+                self.waiting_receivers.fetch_add(1, Ordering::Release);
+            } else {
+                self.waiting_receivers.fetch_sub(1, Ordering::Release);
+            }
+        }
+    }
+
+    /// A timer's channel: whether a receiver is blocked on it.
+    pub(crate) fn has_waiting_receivers(&self) -> bool {
+        self.waiting_receivers.load(Ordering::Acquire) > 0
     }
 
     /// Lock held: sends now if a receiver waits or the buffer has room.
@@ -266,9 +292,12 @@ impl<T> Chan<T> {
         }
         let sg = Sudog::new(None);
         l.st().recvq.push(&sg);
-        if !block(&sg, l, WaitReason::ChanRecv, timeout, |sg| {
+        self.receiver_waits(true);
+        let received = block(&sg, l, WaitReason::ChanRecv, timeout, |sg| {
             self.lock().st().recvq.remove(sg)
-        }) {
+        });
+        self.receiver_waits(false);
+        if !received {
             return Err(RecvTimeoutError::Timeout);
         }
         match sg.take() {

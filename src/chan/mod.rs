@@ -436,6 +436,12 @@ impl<T> Sender<T> {
     pub(crate) fn has_receivers(&self) -> bool {
         self.chan.receivers.load(Ordering::Acquire) > 0
     }
+
+    /// On a timer's channel: true while a receiver is blocked on it (in a
+    /// `recv`, a `recv_timeout` or a `select!` arm). Lock-free.
+    pub(crate) fn has_waiting_receivers(&self) -> bool {
+        self.chan.has_waiting_receivers()
+    }
 }
 
 impl<T> Clone for Sender<T> {

@@ -58,7 +58,8 @@ pub unsafe trait Case {
     /// The channel's lock is held.
     unsafe fn try_now(&self, cx: &mut Ctx) -> bool;
     /// Lock held: queues this case's sudog under the context's claim, as case
-    /// `index`.
+    /// `index`. The wait ends for each registered case in exactly one of
+    /// [`unregister`](Case::unregister) and [`finish_woken`](Case::finish_woken).
     ///
     /// # Safety
     /// The lock is held; the claim outlives the sudog's stay in the queue.
@@ -131,14 +132,17 @@ unsafe impl<T> Case for RecvCase<'_, T> {
         self.sudog.bind(unsafe { &*cx.claim }, index);
         // SAFETY: the lock is held (caller's contract).
         unsafe { self.chan.state_locked() }.recvq.push(&self.sudog);
+        self.chan.receiver_waits(true);
     }
 
     unsafe fn unregister(&self) {
         // SAFETY: the lock is held (caller's contract).
         unsafe { self.chan.state_locked() }.recvq.remove(&self.sudog);
+        self.chan.receiver_waits(false);
     }
 
     fn finish_woken(&self) {
+        self.chan.receiver_waits(false);
         self.result.set(Some(self.sudog.take().ok_or(RecvError)));
     }
 

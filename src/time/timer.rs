@@ -15,10 +15,18 @@
 //! `after` timer whose receivers are all gone is dead too, and compaction drops it
 //! from the heap (Go 1.23 collects unreferenced timers).
 //!
+//! A timer whose channel no receiver is blocked on wakes no one when it fires:
+//! the deadlock check does not count it as pending (`Fire::would_wake`), as Go
+//! 1.23 keeps a channel timer in the heap only while a goroutine is blocked on
+//! its channel. So a program that holds a ticker or an `after` channel unread,
+//! while everything else waits for good, gets the deadlock report.
+//!
 //! Lock order: timer state, then the channel's lock, then a P's timer heap.
-//! Heap compaction asks timers whether they are live while holding the heap's
-//! lock, so that check must not take the timer's state lock: it reads `armed`, an
-//! atomic mirror of the armed generation kept in step under the state lock.
+//! Heap compaction and the deadlock check ask timers whether they are live
+//! while holding the heap's lock, so that check must take neither the timer's
+//! state lock nor the channel's: it reads `armed`, an atomic mirror of the armed
+//! generation kept in step under the state lock, and the channel's counts of
+//! receivers (held, and blocked on it).
 
 use crate::chan::{self, Receiver, Sender};
 use crate::runtime::exports::Origin;
@@ -147,6 +155,14 @@ impl Fire for Inner {
         self.armed.load(Ordering::Acquire) == seq
             && match &self.kind {
                 Kind::Send(tx) => tx.has_receivers(),
+                Kind::Func(..) => true,
+            }
+    }
+
+    fn would_wake(&self, seq: u64) -> bool {
+        self.is_live(seq)
+            && match &self.kind {
+                Kind::Send(tx) => tx.has_waiting_receivers(),
                 Kind::Func(..) => true,
             }
     }

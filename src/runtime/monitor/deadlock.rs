@@ -5,8 +5,8 @@
 //! goro is a library: the process may run threads that know nothing of it, so
 //! "nothing can run" must be proven about every thread, not only about Gs
 //! (Go's `checkdead` counts Ms; here the program's threads count too). All of
-//! these must hold, twice, 100 ms apart, with no G switch, spawn, exit, timer,
-//! poller wake-up or plain-thread wait starting or ending in between (the
+//! these must hold, twice, 100 ms apart, with no G switch, spawn, exit, poller
+//! wake-up or plain-thread wait starting or ending in between (the
 //! fingerprint):
 //! - every thread of the process (`/proc/self/task`) is one of the runtime's
 //!   (`os_threads`) or a plain thread in a goro wait without a deadline
@@ -15,29 +15,34 @@
 //! - every P is idle and every run queue empty;
 //! - every live G is parked, none in a sleep that never ends (Go keeps a timer
 //!   for it, so Go does not report it either);
-//! - no live timer is pending (stopped, superseded and abandoned ones, which
-//!   stay in the heap until compaction or their deadline, do not count) and no
-//!   G waits on the network.
+//! - no pending timer would wake or start anything if it fired: a sleep, a
+//!   timed wait, an `after_func`, a network deadline, or a timer or ticker
+//!   channel some G or plain thread is blocked receiving from (a `recv`, a
+//!   `recv_timeout`, a `select!` arm) would; a timer or ticker channel nobody
+//!   waits on, which only fills its one slot, would not (Go 1.23 keeps such a
+//!   timer out of the heap). Stopped, superseded and abandoned timers, which
+//!   stay in the heap until compaction or their deadline, do not count either;
+//! - no G waits on the network.
 //!
 //! A G wired to its thread counts like any other G, and its idle M as a runtime
 //! thread (Go's `nmidlelocked`). If `/proc` cannot be read, nothing is reported.
 //! `GODEBUG=deadlock=0` turns the check off.
 //!
 //! # Who triggers the check
-//! [`poke`](crate::runtime::sched::observers::poke) runs when the last P goes idle (its M parks, or sleeps in the
-//! poller on timers alone, which may all be stopped or abandoned) and when a
-//! plain thread starts an untimed goro wait: the events after which the
-//! conditions can first hold.
-//! It reads a few counters (untimed plain-thread waits, idle Ps, network
-//! waiters, every P's timer count) and, only if they allow a deadlock, wakes the
-//! reporter thread (a flag keeps pokes from writing again until that check has
-//! started). So a program that waits on a timer or a socket never wakes it. The
-//! reporter thread blocks on a pipe that the pokes and the SIGQUIT handler write
-//! to. A look tests the cheap conditions first, then `/proc`, then every G
-//! header's status; looks are at least 10 ms apart. When only threads goro does
-//! not know stand in the way, it looks again after 100 ms, doubling to 1 s, for
-//! as long as nothing else changes: such a thread may exit without any event
-//! goro would see.
+//! [`poke`](crate::runtime::sched::observers::poke) runs when the last P goes
+//! idle (its M parks, or sleeps in the poller on timers alone, which may all be
+//! stopped, abandoned or on channels nobody waits on) and when a plain thread
+//! starts an untimed goro wait: the events after which the conditions can
+//! first hold. It reads a few counters (untimed plain-thread waits, idle Ps,
+//! network waiters) and every P's timers (as above) and, only if they allow a
+//! deadlock, wakes the reporter thread (a flag keeps pokes from writing again
+//! until that check has started). So a program that waits on a timer or a
+//! socket never wakes it. The reporter thread blocks on a pipe that the pokes
+//! and the SIGQUIT handler write to. A look tests the cheap conditions first,
+//! then `/proc`, then every G header's status; looks are at least 10 ms apart.
+//! When only threads goro does not know stand in the way, it looks again after
+//! 100 ms, doubling to 1 s, for as long as nothing else changes: such a thread
+//! may exit without any event goro would see.
 
 use crate::runtime::sched::observers::{self, send, EVENT_CHECK, EVENT_SIGQUIT};
 use crate::runtime::sched::state::Sched;
@@ -177,13 +182,16 @@ fn die(text: &str) -> ! {
     std::process::exit(2)
 }
 
-/// What must not change between the two looks.
+/// What must not change between the two looks. Timer firings are not in it:
+/// one that wakes or starts something shows as a switch, a spawn, or a plain
+/// thread woken (which a look sees) or done waiting; one that does not (a tick
+/// into a channel nobody waits on, every millisecond perhaps) changes nothing
+/// that could run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Fingerprint {
     switches: u64,
     spawned: u64,
     completed: u64,
-    timers_fired: u64,
     netpoll_ready: u64,
     thread_waits: u64,
 }
@@ -206,7 +214,7 @@ fn look(s: &Sched) -> Look {
     {
         return Look::Alive;
     }
-    if s.procs().any(|p| !p.runq.is_empty() || p.timers.any_live()) {
+    if s.procs().any(|p| !p.runq.is_empty() || p.timers.any_would_wake()) {
         return Look::Alive;
     }
     let waits = thread_waits::waiting();
@@ -245,7 +253,6 @@ fn look(s: &Sched) -> Look {
         switches: stats.context_switches,
         spawned: stats.spawned,
         completed: stats.completed,
-        timers_fired: stats.timers_fired,
         netpoll_ready: stats.netpoll_ready,
         thread_waits: before,
     };

@@ -100,7 +100,7 @@ pub(crate) fn poke() {
         || UNTIMED_THREAD_WAITS.load(Ordering::Relaxed) == 0
         || (s.idle.npidle() as usize) < s.gomaxprocs()
         || poll::waiters() > 0
-        || s.procs().any(|p| p.timers.any_live())
+        || s.procs().any(|p| p.timers.any_would_wake())
     {
         return;
     }

@@ -460,9 +460,10 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             let slept_from = s.nanotime();
             let timeout = (poll_until != NO_TIMER).then(|| poll_until.saturating_sub(slept_from));
             let mut woken = Vec::new();
-            // Sleeping on timers only: if they are all stopped or abandoned
-            // (not live) and this was the last busy M, nothing may ever run
-            // again (the deadlock check's trigger, as below).
+            // Sleeping on timers only: if none would wake anything (stopped,
+            // abandoned, or on channels nobody waits on) and this was the last
+            // busy M, nothing may ever run again (the deadlock check's
+            // trigger, as below).
             if !net {
                 super::observers::poke();
             }

@@ -47,6 +47,10 @@ pub(crate) trait Fire: Send + Sync {
     fn fire(self: Arc<Self>, seq: u64, now: u64);
     /// Would firing generation `seq` still do anything?
     fn is_live(&self, seq: u64) -> bool;
+    /// Would firing generation `seq` now wake or start anything? Stricter than
+    /// [`is_live`](Fire::is_live): a live timer whose channel nobody waits on
+    /// wakes no one (the deadlock check, [`Timers::any_would_wake`]).
+    fn would_wake(&self, seq: u64) -> bool;
 }
 
 /// A deadline timer owned by a long-lived object: a poll descriptor keeps one
@@ -83,6 +87,15 @@ impl Action {
             Action::Timeout(c) => c.winner() == UNCLAIMED,
             Action::Fire(t, seq) => t.is_live(*seq),
             Action::Expire(e, tag) => e.is_live(when, *tag),
+        }
+    }
+
+    /// False for a timer at `when` whose firing now would make nothing run: a
+    /// dead one, or a `goro::time` channel's that nobody waits on.
+    fn would_wake(&self, when: u64) -> bool {
+        match self {
+            Action::Fire(t, seq) => t.would_wake(*seq),
+            _ => self.is_live(when),
         }
     }
 
@@ -183,15 +196,17 @@ impl Timers {
         self.len.load(Ordering::Relaxed)
     }
 
-    /// Whether any timer in the heap would still do something when it fires
-    /// (stopped and superseded ones stay until compaction or their deadline).
+    /// Whether any timer in the heap would wake or start something if it fired
+    /// now: stopped and superseded ones, which stay until compaction or their
+    /// deadline, do not, nor does a timer or ticker whose channel no receiver
+    /// is blocked on (as in Go 1.23, where such a timer is not in the heap).
     /// O(n) under the heap's lock: for the deadlock check, not a hot path.
-    pub(crate) fn any_live(&self) -> bool {
+    pub(crate) fn any_would_wake(&self) -> bool {
         if self.len() == 0 {
             return false;
         }
         let h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
-        h.entries.any(|(when, _), action| action.is_live(when))
+        h.entries.any(|(when, _), action| action.would_wake(when))
     }
 
     /// Adds a timer firing at `when`; returns the dead timers it compacted away.
