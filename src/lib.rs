@@ -75,6 +75,7 @@
 pub mod chan;
 mod local;
 pub mod net;
+mod print;
 pub mod runtime;
 mod spawn;
 pub mod sync;
@@ -86,6 +87,12 @@ pub use runtime::exports::{blocking, current, yield_now, GoId};
 pub use spawn::{go as __go, go_with as __go_with};
 pub use spawn::{spawn, Builder, JoinHandle};
 
+/// Internals used by the print macros' expansion. Not part of the API.
+#[doc(hidden)]
+pub mod __print {
+    pub use crate::print::{print_to, Stream};
+}
+
 /// Internals exposed only for `benches/` (not part of the API, no stability).
 #[doc(hidden)]
 pub mod __bench {
@@ -95,12 +102,13 @@ pub mod __bench {
 /// Starts a goroutine, like Go's `go` statement: `goro::go!(|| expr)` or
 /// `goro::go!(move || expr)` returns its [`JoinHandle`];
 /// `goro::go!(builder, || expr)` starts it with a [`Builder`]'s name and stack
-/// size and returns `io::Result<JoinHandle<T>>`.
+/// size and returns `io::Result<JoinHandle<T>>`. The closure must keep the
+/// thread-local rule, spelled out next.
 ///
 /// **The thread-local rule, which the types cannot check:** the goroutine's code,
 /// and all it calls, uses no thread-local — its own or a library's
-/// (`thread_local!`, `std::thread::current()`, `rand::thread_rng()`,
-/// `std::io::stdout().lock()`) — except inside [`blocking`](fn@crate::blocking),
+/// (`thread_local!`, `std::thread::current()`, `rand::rng()`, `HashMap::new()`,
+/// `std::io::stdout().lock()`, a std `println!` whose argument waits) — except inside [`blocking`](fn@crate::blocking),
 /// or in a goroutine that [`runtime::lock_os_thread`] wired to its thread before
 /// its first park, while it stays wired. A goroutine moves
 /// between threads at any park, and optimised code may then touch the previous

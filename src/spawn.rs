@@ -44,13 +44,17 @@ use std::marker::PhantomData;
 /// thread before its first park, for as long as it stays wired.** (A goroutine
 /// wired only later may already have parked with a thread-local's address
 /// computed: the compiler may compute it once, on entry to a function.) That
-/// covers `thread_local!` statics, `std::thread::current()`,
-/// `rand::thread_rng()`, an `Rc` or guard obtained from a thread-local, and
-/// `std::io::stdout().lock()` (its re-entrant lock knows its owner by thread).
-/// std's `print!` family and `panic!` make their thread-local accesses inside
-/// std's own functions, which return without parking; goro's tests use them in
-/// goroutines in release and fat-LTO builds. That is an observation of what the
-/// compiler does, not a guarantee from it.
+/// covers `thread_local!` statics, `std::thread::current()`, `rand::rng()`,
+/// `HashMap::new()` (std's per-thread hash keys), an `Rc` or guard obtained
+/// from a thread-local, and `std::io::stdout().lock()` (its re-entrant lock
+/// knows its owner by thread). So no formatted argument of std's `print!`
+/// family, or of a `write!` to a locked std stream, may wait while the stream
+/// is locked: [`goro::println!`](crate::println!) and its siblings format
+/// before they lock, and allow it. Without a waiting argument, std's print
+/// macros and `panic!` make their thread-local accesses inside std's own
+/// functions; goro's tests use them in goroutines in release and fat-LTO
+/// builds. That is an observation of what the compiler does, not a guarantee
+/// from it.
 /// Use [`local!`](crate::local!) for per-goroutine state: its values follow
 /// their goroutine. `docs/SAFETY.md` explains the hazard and the alternatives.
 ///

@@ -86,7 +86,8 @@ impl WaitGroup {
     /// Starts `f` in a new goroutine counted by this group (Go 1.25's
     /// `WaitGroup.Go`): `add(1)` now, `done()` when `f` returns or panics. The
     /// goroutine's result and panic are not returned to anyone (its panic is
-    /// printed, as any detached goroutine's is).
+    /// printed, as any detached goroutine's is). `f` must keep the thread-local
+    /// rule, spelled out next.
     ///
     /// `f` runs as a goroutine, so the thread-local rule of [`go!`](crate::go!)
     /// and [`spawn`](fn@crate::spawn) applies to it, unchecked by the types: `f`

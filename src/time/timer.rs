@@ -440,7 +440,8 @@ pub fn tick(d: Duration) -> Receiver<Instant> {
 }
 
 /// Runs `f` in a new goroutine `d` from now (Go's `time.AfterFunc`), and returns
-/// the [`Timer`] that controls it.
+/// the [`Timer`] that controls it. `f` must keep the thread-local rule, spelled
+/// out next.
 ///
 /// `f` runs as a goroutine, so the thread-local rule of [`go!`](crate::go!) and
 /// [`spawn`](fn@crate::spawn) applies to it, unchecked by the types: `f` uses no

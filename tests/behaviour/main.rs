@@ -17,6 +17,7 @@ mod chan_semantics;
 mod config;
 mod goroutine_dump;
 mod panic_report;
+mod print;
 mod schedtrace;
 mod select;
 mod sleep;
