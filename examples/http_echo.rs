@@ -11,8 +11,9 @@
 //! With `--debug`, `curl localhost:8080/debug/goroutines` shows every goroutine
 //! and where it waits (Go's pprof `goroutine?debug=2`), and
 //! `curl -o trace.json 'localhost:8080/debug/trace?seconds=5'` records an
-//! execution trace (docs/TRACE.md); off by default, since both show the
-//! server's internals to whoever asks.
+//! execution trace (docs/TRACE.md), one at a time (409 while another is
+//! taken), cut short if the client goes away; off by default, since both show
+//! the server's internals to whoever asks.
 //!
 //! Keep-alive and pipelining; `POST` echoes the body (`Content-Length` or
 //! chunked), `GET /` answers a short text, `GET /stats` the runtime stats.

@@ -19,8 +19,8 @@ use crate::routes;
 use goro::net::TcpStream;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
-use std::os::fd::AsRawFd;
 use std::ops::Range;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// Bytes asked of the socket per read.
@@ -173,7 +173,7 @@ impl Conn {
                     BodyBytes::Buffered(range) => &self.input.data()[range.clone()],
                     BodyBytes::Decoded(bytes) => bytes,
                 };
-                routes::answer(&head, bytes, &mut self.out);
+                routes::answer(&head, bytes, &self.stream, &mut self.out);
                 if let BodyBytes::Buffered(range) = body {
                     self.input.consume(range.len());
                 }

@@ -339,6 +339,50 @@ fn debug_goroutines_only_with_debug() {
     server.assert_serves();
 }
 
+/// The status of `GET path` on a connection of its own (its body read whole).
+fn status_of(server: &Server, path: &str) -> u16 {
+    let mut r = BufReader::new(server.connect());
+    r.get_mut().write_all(get(path).as_bytes()).unwrap();
+    read_reply(&mut r).status
+}
+
+/// A 60 s `/debug/trace` whose client goes away stops then, as Go's: the next
+/// trace is not refused with 409 for the rest of the minute.
+#[test]
+fn a_trace_whose_client_left_stops_and_the_next_one_is_taken() {
+    let server = Server::start(&["--debug"]);
+    let started = Instant::now();
+    // A 1 s probe answered 409 shows a 60 s trace under way; its client (or,
+    // had a probe taken the trace first, an earlier one) has then left.
+    loop {
+        assert!(started.elapsed() < PATIENCE, "no 60 s trace was ever under way");
+        let taker = server.connect();
+        (&taker).write_all(get("/debug/trace?seconds=60").as_bytes()).unwrap();
+        let probe = status_of(&server, "/debug/trace?seconds=1");
+        drop(taker);
+        match probe {
+            409 => break,
+            200 => {}
+            other => panic!("a probe got {other}"),
+        }
+    }
+    let left = Instant::now();
+    loop {
+        match status_of(&server, "/debug/trace?seconds=1") {
+            200 => break,
+            409 => assert!(
+                left.elapsed() < PATIENCE,
+                "the trace went on {:?} after its client left",
+                left.elapsed()
+            ),
+            other => panic!("a probe got {other}"),
+        }
+        // Pacing: each 409 is answered at once.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.assert_serves();
+}
+
 #[test]
 fn expect_100_continue_and_http_1_0() {
     let server = Server::start(&[]);
