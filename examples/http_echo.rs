@@ -9,7 +9,8 @@
 //! ```
 //!
 //! With `--debug`, `curl localhost:8080/debug/goroutines` shows every goroutine
-//! and where it waits (Go's pprof `goroutine?debug=2`), and
+//! and where it waits (Go's pprof `goroutine?debug=2`; one dump at a time,
+//! requests made meanwhile wait their turn and are all answered), and
 //! `curl -o trace.json 'localhost:8080/debug/trace?seconds=5'` records an
 //! execution trace (docs/TRACE.md), one at a time (409 while another is
 //! taken), cut short if the client goes away; off by default, since both show

@@ -2,7 +2,7 @@
 //! counters as JSON, `POST` (any path) echoes the body, `HEAD` the GET's headers;
 //! any other method 405, any other GET path 404. With `--debug`,
 //! `GET /debug/goroutines` answers the goroutine dump (Go's pprof
-//! `goroutine?debug=2`) and `GET /debug/trace?seconds=N` an execution trace of
+//! `goroutine?debug=2`; one dump at a time, the others wait their turn) and `GET /debug/trace?seconds=N` an execution trace of
 //! the next N seconds (1 to 60, default 1; Go's pprof `trace`; one at a time:
 //! 409 while another is taken; cut short when its client goes away, as Go's);
 //! without it those paths are a 404 like any other.
@@ -11,6 +11,7 @@ use crate::request::{Head, Method};
 use crate::response::Response;
 use goro::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 /// The text `GET /` answers with.
@@ -64,9 +65,18 @@ pub fn answer(head: &Head, body: &[u8], client: &TcpStream, out: &mut Vec<u8>) {
     response.write_to(out, head.keep_alive, head_only);
 }
 
+/// Taken while a goroutine dump is made: one at a time. A dump runs on a
+/// thread of its own, and its goroutine's M leaves its P to another while it
+/// waits for it, so dumps made at once would multiply the server's threads
+/// (100 at once: 200 threads). The others wait their turn, parked, first come
+/// first served, and are all answered, as in Go, whose dumps take turns too
+/// (each stops the world).
+static DUMPING: LazyLock<goro::sync::Mutex<()>> = LazyLock::new(|| goro::sync::Mutex::new(()));
+
 /// Every goroutine and waiting thread, as `goro::runtime::write_goroutines`
-/// prints them.
+/// prints them; one dump at a time ([`DUMPING`]).
 fn goroutine_dump() -> Vec<u8> {
+    let _turn = DUMPING.lock();
     let mut out = Vec::new();
     if let Err(e) = goro::runtime::write_goroutines(&mut out) {
         out = format!("goroutine dump failed: {e}\n").into_bytes();

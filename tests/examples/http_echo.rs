@@ -383,6 +383,49 @@ fn a_trace_whose_client_left_stops_and_the_next_one_is_taken() {
     server.assert_serves();
 }
 
+/// 50 goroutine dumps asked for at once are made one at a time: the server's
+/// threads do not multiply (a dump takes a thread of its own, and its
+/// goroutine's M leaves its P to another while it waits for that thread).
+#[test]
+fn goroutine_dumps_asked_at_once_take_turns_and_do_not_multiply_threads() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const ASKING: usize = 50;
+    let server = Server::start(&["--debug"]);
+    server.assert_serves();
+    let task_dir = format!("/proc/{}/task", server.child.id());
+    let threads = move || std::fs::read_dir(&task_dir).map_or(0, |d| d.count());
+    let before = threads();
+    let done = AtomicBool::new(false);
+    let peak = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(threads(), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let asking: Vec<TcpStream> = (0..ASKING)
+            .map(|_| {
+                let s = server.connect();
+                (&s).write_all(get("/debug/goroutines").as_bytes()).unwrap();
+                s
+            })
+            .collect();
+        for s in asking {
+            let reply = read_reply(&mut BufReader::new(s));
+            assert_eq!(reply.status, 200);
+            assert!(reply.body.starts_with(b"goroutine "), "not a dump");
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    let peak = peak.into_inner();
+    eprintln!("server threads: {before} before, {peak} at most while {ASKING} dumps were asked for");
+    assert!(
+        peak <= before + 20,
+        "{peak} threads while {ASKING} dumps were asked for, {before} before"
+    );
+}
+
 #[test]
 fn expect_100_continue_and_http_1_0() {
     let server = Server::start(&[]);
