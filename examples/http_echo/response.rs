@@ -212,7 +212,7 @@ mod tests {
             let text = std::fs::read_to_string(&file).unwrap();
             for call in ["HttpError::new(", "Response::text(", "Response::new(", "Err("] {
                 for (at, _) in text.match_indices(call) {
-                    let rest = text[at + call.len()..].as_bytes();
+                    let rest = &text.as_bytes()[at + call.len()..];
                     if rest.len() > 3 && rest[..3].iter().all(u8::is_ascii_digit) && !rest[3].is_ascii_digit() {
                         let status: u16 = std::str::from_utf8(&rest[..3]).unwrap().parse().unwrap();
                         sent.push((status, file.display().to_string()));
