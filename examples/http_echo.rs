@@ -9,10 +9,12 @@
 //! ```
 //!
 //! With `--debug`, `curl localhost:8080/debug/goroutines` shows every goroutine
-//! and where it waits (Go's pprof `goroutine?debug=2`), and
+//! and where it waits (Go's pprof `goroutine?debug=2`; one dump at a time,
+//! requests made meanwhile wait their turn and are all answered), and
 //! `curl -o trace.json 'localhost:8080/debug/trace?seconds=5'` records an
-//! execution trace (docs/TRACE.md); off by default, since both show the
-//! server's internals to whoever asks.
+//! execution trace (docs/TRACE.md), one at a time (409 while another is
+//! taken), cut short if the client goes away; off by default, since both show
+//! the server's internals to whoever asks.
 //!
 //! Keep-alive and pipelining; `POST` echoes the body (`Content-Length` or
 //! chunked), `GET /` answers a short text, `GET /stats` the runtime stats.
@@ -33,8 +35,14 @@
 //! - a connection idle between requests for `--idle-timeout` (30 s) closes;
 //! - at most `--max-conns` connections are served at once (default: the soft
 //!   `RLIMIT_NOFILE`, less the descriptors open at start, less max(16,
-//!   limit/16) kept spare: 232 at 256, 952 at 1024); one beyond gets 503 and
-//!   is closed;
+//!   limit/16) kept spare: 232 at 256, 952 at 1024); one beyond gets 503
+//!   (Service Unavailable) and is closed, never reset. A refused connection
+//!   lingers up to 500 ms, reading and dropping what the client still sends;
+//!   at most half the spare descriptors (8 at 256) linger at once, and a
+//!   connection beyond those is answered at once by the accept loop, which
+//!   waits for nothing: one write of the 503, the write side shut, what the
+//!   client has already sent read and dropped (up to 64 KiB), and the close,
+//!   so it holds a descriptor only for those calls;
 //! - a connection holds at most about 2 MiB while it echoes a 1 MiB body (the
 //!   body, then the answer), and about 17 KiB while it waits: size
 //!   `--max-conns` to the memory you have;
@@ -216,7 +224,7 @@ fn accept_loop(listener: &TcpListener, slots: &Arc<Slots>, timeouts: Timeouts) {
                             conn::turn_away(stream, timeouts);
                         });
                     }
-                    Admission::Drop => drop(stream),
+                    Admission::RefuseAtOnce => conn::turn_away_at_once(stream),
                 }
             }
             Err(e) => {

@@ -4,8 +4,10 @@
 //! counters saw, and a wake-up behind every run that followed a park; a trace
 //! taken while Gs panic, block and migrate is still valid; a G back from a
 //! blocking call with no P free is drawn once, on a P; traces taken one after
-//! another while Gs run hold only their own events; a spill file that cannot
-//! grow loses nothing; `start` as the first goro call under `GORO_TRACE` is
+//! another while Gs run hold only their own events; a spill file that reaches
+//! `RLIMIT_FSIZE` is drained into the trace, which goes on, and a `GORO_TRACE`
+//! file that reaches it is cut there and reported, neither raising `SIGXFSZ`;
+//! `start` as the first goro call under `GORO_TRACE` is
 //! refused, not stuck; start and stop are
 //! checked. Its own binary: tracing is process-wide, and the steal count is
 //! compared with the process's counters. (`GORO_TRACE` through the deadlock
@@ -361,20 +363,51 @@ fn start_as_the_first_goro_call_under_goro_trace_is_refused_not_stuck() {
     assert_eq!(lost(&events), 0);
 }
 
+/// Files may grow to `bytes` in this process (soft and hard limit), and
+/// `SIGXFSZ` keeps its default action, which kills a process that writes past
+/// the limit: the runtime's own files must stop short of it.
+fn limit_file_size(bytes: u64) {
+    let limit = libc::rlimit {
+        rlim_cur: bytes,
+        rlim_max: bytes,
+    };
+    // SAFETY: plain calls with a live, aligned `rlimit`.
+    unsafe {
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+        assert_eq!(libc::signal(libc::SIGXFSZ, libc::SIG_DFL), libc::SIG_DFL);
+    }
+}
+
+/// `SIGXFSZ`'s action in this process is still the default.
+fn assert_sigxfsz_default() {
+    // SAFETY: `sigaction` with a null new action only reads the current one
+    // into a zeroed, live `sigaction`.
+    let action = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        assert_eq!(libc::sigaction(libc::SIGXFSZ, std::ptr::null(), &mut old), 0);
+        old.sa_sigaction
+    };
+    assert_eq!(action, libc::SIG_DFL, "the runtime changed SIGXFSZ's action");
+}
+
+/// The outcome of a child test: its status by signal, if it was killed.
+fn assert_child_passed(out: &std::process::Output) {
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        out.status.success(),
+        "{:?} (signal {:?}):\n{}{}",
+        out.status,
+        out.status.signal(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
-fn a_spill_file_that_cannot_grow_loses_no_event() {
+fn a_spill_file_at_the_file_size_limit_is_drained_and_the_trace_goes_on() {
     if common::is_child() {
         // Files may grow to 64 KiB: the spill file fills after 2,048 events.
-        let limit = libc::rlimit {
-            rlim_cur: 64 << 10,
-            rlim_max: 64 << 10,
-        };
-        // SAFETY: plain calls; exceeding the limit then fails a write with
-        // EFBIG instead of raising SIGXFSZ.
-        unsafe {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
-        }
+        limit_file_size(64 << 10);
         common::init_procs(PROCS);
         // Every G makes a `go` instant and an `exit` run: countable, whatever
         // the interleaving. About 4 events each, 60 times the file's room
@@ -401,15 +434,49 @@ fn a_spill_file_that_cannot_grow_loses_no_event() {
         for (tid, rs) in &runs {
             assert_no_overlap(*tid, rs);
         }
+        assert_sigxfsz_default();
         return;
     }
-    let out = common::run_child_in(module_path!(), "a_spill_file_that_cannot_grow_loses_no_event", &[]);
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::run_child_in(
+        module_path!(),
+        "a_spill_file_at_the_file_size_limit_is_drained_and_the_trace_goes_on",
+        &[],
     );
+    assert_child_passed(&out);
+}
+
+#[test]
+fn a_goro_trace_file_at_the_file_size_limit_is_cut_there_and_reported() {
+    const LIMIT: u64 = 64 << 10;
+    if common::is_child() {
+        // Before the runtime starts, and with it the GORO_TRACE trace.
+        limit_file_size(LIMIT);
+        common::init_procs(PROCS);
+        // About 4 events a G, 130 bytes of JSON each: 300 Gs make about
+        // 150 KB, past the limit, and fill no spill chunk (2,048 events).
+        for i in 0..300 {
+            goro::go!(move || spin(i)).join().unwrap();
+        }
+        assert_sigxfsz_default();
+        // The trace is written at the exit, after the test returns.
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("goro-trace-fsize-{}.json", std::process::id()));
+    let out = common::run_child_in(
+        module_path!(),
+        "a_goro_trace_file_at_the_file_size_limit_is_cut_there_and_reported",
+        &[("GORO_TRACE", path.to_str().unwrap())],
+    );
+    let written = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_child_passed(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("goro: writing the trace: File too large"),
+        "the exit does not report the cut trace:\n{stderr}"
+    );
+    assert_eq!(written.len() as u64, LIMIT, "the trace fills the file up to the limit");
+    assert!(written.starts_with(b"["));
 }
 
 #[test]

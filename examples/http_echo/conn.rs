@@ -20,6 +20,7 @@ use goro::net::TcpStream;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::ops::Range;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// Bytes asked of the socket per read.
@@ -30,6 +31,9 @@ const FLUSH_AT: usize = 64 * 1024;
 /// discard.
 const LINGER: Duration = Duration::from_millis(500);
 const LINGER_BYTES: usize = 256 * 1024;
+/// Refusing at once: how much of what the client has already sent to read
+/// and discard.
+const AT_ONCE_BYTES: usize = 64 * 1024;
 
 /// Serves `stream` until the client closes it, a deadline passes, or a request
 /// is refused. I/O errors end the connection quietly: the peer is gone.
@@ -40,9 +44,49 @@ pub fn serve(stream: TcpStream, timeouts: Timeouts) {
     }
 }
 
+/// Why a connection beyond `--max-conns` is refused.
+const TOO_MANY: HttpError = HttpError::new(503, "too many connections, try again later");
+
 /// Answers 503 to a connection beyond `--max-conns` and closes it.
 pub fn turn_away(stream: TcpStream, timeouts: Timeouts) {
-    Conn::new(stream, timeouts).refuse(&HttpError::new(503, "too many connections, try again later"));
+    Conn::new(stream, timeouts).refuse(&TOO_MANY);
+}
+
+/// Answers 503 to a connection beyond `--max-conns` and closes it, waiting
+/// for nothing: the answer is one write into the empty send buffer of a new
+/// socket, the write side is shut, and what the client has already sent is
+/// read and dropped (up to [`AT_ONCE_BYTES`]), so that the close sends no
+/// reset. A request that arrives after the close is answered by the kernel
+/// with a reset, which the client reads after the 503 and its end of stream.
+pub fn turn_away_at_once(stream: TcpStream) {
+    let mut answer = Vec::new();
+    let text = format!("{TOO_MANY}\n");
+    Response::text(TOO_MANY.status, &text).write_to(&mut answer, false, false);
+    let fd = stream.as_raw_fd();
+    // SAFETY: `fd` is the open socket `stream` owns, `answer` is live for the
+    // call; MSG_DONTWAIT: never waits, MSG_NOSIGNAL: a closed peer is an
+    // error, not SIGPIPE.
+    let sent = unsafe {
+        libc::send(
+            fd,
+            answer.as_ptr().cast(),
+            answer.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if sent < 0 || stream.shutdown(Shutdown::Write).is_err() {
+        return;
+    }
+    let mut sink = [0u8; 4096];
+    let mut drained = 0;
+    while drained < AT_ONCE_BYTES {
+        // SAFETY: as above; `sink` is a live buffer of its length.
+        let n = unsafe { libc::recv(fd, sink.as_mut_ptr().cast(), sink.len(), libc::MSG_DONTWAIT) };
+        match usize::try_from(n) {
+            Ok(n) if n > 0 => drained += n,
+            _ => return,
+        }
+    }
 }
 
 struct Conn {
@@ -129,7 +173,7 @@ impl Conn {
                     BodyBytes::Buffered(range) => &self.input.data()[range.clone()],
                     BodyBytes::Decoded(bytes) => bytes,
                 };
-                routes::answer(&head, bytes, &mut self.out);
+                routes::answer(&head, bytes, &self.stream, &mut self.out);
                 if let BodyBytes::Buffered(range) = body {
                     self.input.consume(range.len());
                 }

@@ -83,8 +83,10 @@ fn open_files_limit() -> u64 {
 }
 
 /// Connections being served, and how many may be (`--max-conns`); plus the
-/// connections being refused, bounded by half the spare descriptors so that
-/// refusing a flood cannot itself run the process out of them.
+/// connections being refused with a lingering drain, bounded by half the
+/// spare descriptors so that refusing a flood cannot itself run the process
+/// out of them (beyond, a refusal holds its descriptor only for the calls
+/// that answer it: [`Admission::RefuseAtOnce`]).
 #[derive(Debug)]
 pub struct Slots {
     max: usize,
@@ -112,10 +114,11 @@ pub struct Slot {
 pub enum Admission {
     /// Serve it.
     Serve(Slot),
-    /// Answer 503 and close.
+    /// Answer 503 and close, after a lingering drain.
     Refuse(Slot),
-    /// Close at once: too many are already being refused.
-    Drop,
+    /// Answer 503 and close at once, waiting for nothing: too many are
+    /// already being refused.
+    RefuseAtOnce,
 }
 
 impl Slots {
@@ -137,7 +140,7 @@ impl Slots {
         } else if let Some(slot) = self.try_take(Kind::Refusing) {
             Admission::Refuse(slot)
         } else {
-            Admission::Drop
+            Admission::RefuseAtOnce
         }
     }
 

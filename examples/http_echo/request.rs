@@ -49,7 +49,7 @@ pub struct HttpError {
 }
 
 impl HttpError {
-    pub fn new(status: u16, reason: &'static str) -> Self {
+    pub const fn new(status: u16, reason: &'static str) -> Self {
         HttpError { status, reason }
     }
 }

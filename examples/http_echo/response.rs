@@ -70,6 +70,8 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
 /// The interim response a client sending `Expect: 100-continue` waits for.
 pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
+/// The reason phrase of a status the server sends (RFC 9110, and RFC 6585
+/// for 431).
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
@@ -83,6 +85,7 @@ fn reason(status: u16) -> &'static str {
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
+        503 => "Service Unavailable",
         _ => "Unknown",
     }
 }
@@ -174,6 +177,55 @@ mod tests {
         let mut buf = [0; 20];
         for n in [0, 7, 10, 99, 100, 1_048_576, u64::MAX] {
             assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
+        }
+    }
+
+    /// Every status the server's sources answer with (a literal after
+    /// `HttpError::new(`, `Response::text(`, `Response::new(` or `Err(`) has
+    /// its registered reason phrase.
+    #[test]
+    fn every_status_sent_has_its_reason_phrase() {
+        const REGISTERED: [(u16, &str); 12] = [
+            (200, "OK"),
+            (400, "Bad Request"),
+            (404, "Not Found"),
+            (405, "Method Not Allowed"),
+            (408, "Request Timeout"),
+            (409, "Conflict"),
+            (413, "Content Too Large"),
+            (417, "Expectation Failed"),
+            (431, "Request Header Fields Too Large"),
+            (500, "Internal Server Error"),
+            (501, "Not Implemented"),
+            (503, "Service Unavailable"),
+        ];
+        for (status, phrase) in REGISTERED {
+            assert_eq!(reason(status), phrase, "status {status}");
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let mut files = vec![root.join("http_echo.rs")];
+        for entry in std::fs::read_dir(root.join("http_echo")).unwrap() {
+            files.push(entry.unwrap().path());
+        }
+        let mut sent = Vec::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for call in ["HttpError::new(", "Response::text(", "Response::new(", "Err("] {
+                for (at, _) in text.match_indices(call) {
+                    let rest = &text.as_bytes()[at + call.len()..];
+                    if rest.len() > 3 && rest[..3].iter().all(u8::is_ascii_digit) && !rest[3].is_ascii_digit() {
+                        let status: u16 = std::str::from_utf8(&rest[..3]).unwrap().parse().unwrap();
+                        sent.push((status, file.display().to_string()));
+                    }
+                }
+            }
+        }
+        assert!(sent.iter().any(|(s, _)| *s == 503), "the scan found the statuses");
+        for (status, file) in sent {
+            assert!(
+                REGISTERED.iter().any(|(s, _)| *s == status),
+                "{file} answers {status}, which has no reason phrase here"
+            );
         }
     }
 

@@ -2,13 +2,17 @@
 //! counters as JSON, `POST` (any path) echoes the body, `HEAD` the GET's headers;
 //! any other method 405, any other GET path 404. With `--debug`,
 //! `GET /debug/goroutines` answers the goroutine dump (Go's pprof
-//! `goroutine?debug=2`) and `GET /debug/trace?seconds=N` an execution trace of
+//! `goroutine?debug=2`; one dump at a time, the others wait their turn) and `GET /debug/trace?seconds=N` an execution trace of
 //! the next N seconds (1 to 60, default 1; Go's pprof `trace`; one at a time:
-//! 409 while another is taken); without it those paths are a 404 like any other.
+//! 409 while another is taken; cut short when its client goes away, as Go's);
+//! without it those paths are a 404 like any other.
 
 use crate::request::{Head, Method};
 use crate::response::Response;
+use goro::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
 
 /// The text `GET /` answers with.
 pub const HELLO: &str = "hello, world\n";
@@ -21,8 +25,9 @@ pub fn enable_debug() {
     DEBUG.store(true, Ordering::Relaxed);
 }
 
-/// Appends the answer to `head` (with its decoded `body`) to `out`.
-pub fn answer(head: &Head, body: &[u8], out: &mut Vec<u8>) {
+/// Appends the answer to `head` (with its decoded `body`) to `out`. `client`
+/// is the connection it came on, watched while an answer takes time.
+pub fn answer(head: &Head, body: &[u8], client: &TcpStream, out: &mut Vec<u8>) {
     let path = head.path.split('?').next().unwrap_or_default();
     let head_only = head.method == Method::Head;
     let stats;
@@ -40,7 +45,7 @@ pub fn answer(head: &Head, body: &[u8], out: &mut Vec<u8>) {
                 Response::new(200, "text/plain; charset=utf-8", &dump)
             }
             "/debug/trace" if DEBUG.load(Ordering::Relaxed) => match trace_seconds(&head.path) {
-                Ok(seconds) => match execution_trace(seconds) {
+                Ok(seconds) => match execution_trace(seconds, client) {
                     Ok(trace) => {
                         dump = trace;
                         Response::new(200, "application/json", &dump)
@@ -60,9 +65,18 @@ pub fn answer(head: &Head, body: &[u8], out: &mut Vec<u8>) {
     response.write_to(out, head.keep_alive, head_only);
 }
 
+/// Taken while a goroutine dump is made: one at a time. A dump runs on a
+/// thread of its own, and its goroutine's M leaves its P to another while it
+/// waits for it, so dumps made at once would multiply the server's threads
+/// (100 at once: 200 threads). The others wait their turn, parked, first come
+/// first served, and are all answered, as in Go, whose dumps take turns too
+/// (each stops the world).
+static DUMPING: LazyLock<goro::sync::Mutex<()>> = LazyLock::new(|| goro::sync::Mutex::new(()));
+
 /// Every goroutine and waiting thread, as `goro::runtime::write_goroutines`
-/// prints them.
+/// prints them; one dump at a time ([`DUMPING`]).
 fn goroutine_dump() -> Vec<u8> {
+    let _turn = DUMPING.lock();
     let mut out = Vec::new();
     if let Err(e) = goro::runtime::write_goroutines(&mut out) {
         out = format!("goroutine dump failed: {e}\n").into_bytes();
@@ -96,19 +110,37 @@ fn trace_seconds(path: &str) -> Result<u64, &'static str> {
 
 /// An execution trace of the next `seconds` (`goro::runtime::trace`), as its
 /// JSON; `Err(409)` while another is being taken (one at a time, as Go's),
-/// `Err(500)` if writing it failed.
+/// `Err(500)` if writing it failed. The trace stops early if `client` goes
+/// away ([`wait_unless_gone`]), so the next trace need not wait for it.
 /// The waiting goroutine is parked: its connection's read deadlines are not
 /// running meanwhile, and its answer is written under the write timeout.
-fn execution_trace(seconds: u64) -> Result<Vec<u8>, u16> {
+fn execution_trace(seconds: u64, client: &TcpStream) -> Result<Vec<u8>, u16> {
     let buf = SharedBuf::default();
     goro::runtime::trace::start(buf.clone()).map_err(|_| 409_u16)?;
-    goro::time::sleep(std::time::Duration::from_secs(seconds));
+    wait_unless_gone(client, Duration::from_secs(seconds));
     if let Err(e) = goro::runtime::trace::stop() {
         eprintln!("http_echo: /debug/trace: {e}");
         return Err(500);
     }
     let trace = std::mem::take(&mut *buf.0.lock().unwrap_or_else(|e| e.into_inner()));
     Ok(trace)
+}
+
+/// Waits `d`, or less if `client` goes away first: its end of stream (the
+/// client closed, or shut its sending side, after its request) or an error
+/// (a reset), as Go's handler stops when its request's context is cancelled
+/// by the same. A client that sends more meanwhile (a pipelined request) is
+/// there: the rest of `d` is slept, its bytes left for the connection to read.
+fn wait_unless_gone(client: &TcpStream, d: Duration) {
+    let until = Instant::now() + d;
+    if client.set_read_timeout(Some(d)).is_ok() {
+        // Back when `d` is up (`TimedOut`), at the client's end of stream (0),
+        // at a reset (another error), or with bytes that came.
+        if !matches!(client.peek(&mut [0u8; 1]), Ok(n) if n > 0) {
+            return;
+        }
+    }
+    goro::time::sleep(until.saturating_duration_since(Instant::now()));
 }
 
 /// A byte buffer the trace writer thread appends to and the route then takes.

@@ -8,6 +8,7 @@ use super::sched::config::{AlreadyStarted, Config, Godebug};
 use super::sched::ownership;
 use super::sched::state::{init_once, Hooks, Sched};
 use super::sys::epoll::Poller;
+use super::sys::fatal;
 
 /// Starts the runtime with `config`. Returns false if it was already running.
 pub(crate) fn start(config: Config) -> bool {
@@ -18,8 +19,10 @@ pub(crate) fn start(config: Config) -> bool {
         ownership::init_barrier();
         let godebug = Godebug::from_env();
         let poller = Poller::new().unwrap_or_else(|e| {
-            eprintln!("goro: fatal: cannot create the epoll poller: {e}");
-            std::process::abort()
+            let hint = fatal::open_files_hint(&e);
+            fatal::die(&format!(
+                "fatal error: goro: cannot create the epoll poller: {e}{hint}\n"
+            ))
         });
         let hooks = Hooks {
             net_events: netpoll::on_events,

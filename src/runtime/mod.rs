@@ -44,6 +44,8 @@
 //   coarse_clock.rs  milliseconds since start, ticked by sysmon: cheap timestamps
 //   decimal.rs       an integer's digits without allocating (signal handlers, trace JSON)
 //   epoll.rs         the epoll fd, its wake-up eventfd, the timed wait; deals in tokens
+//   fatal.rs         Go's fatal error: the report on stderr, exit status 2
+//   file_size.rs     the runtime's own files stop at RLIMIT_FSIZE with EFBIG, never SIGXFSZ
 //   frames.rs        stack frames: captured, resolved, trimmed for reports
 //   futex.rs         futex wait/wake (loom's stand-in under loom)
 //   lock.rs          RawMutex, the runtime's lock for wait records

@@ -14,20 +14,25 @@
 //!
 //! `GORO_TRACE=path` traces a whole run into `path`, written out when the
 //! process exits (from `main`, `std::process::exit`, or the deadlock report).
+//! That file stops at the soft `RLIMIT_FSIZE` (`sys/file_size.rs`): the trace
+//! is cut there and the exit reports `File too large`, where the kernel would
+//! have killed the process with `SIGXFSZ`.
 //!
 //! Recording costs each M a time-stamp read and a store per event, into
 //! buffers of its own (`sys/trace_buf.rs`). The writer thread (`goro-trace`)
 //! appends full buffers, raw, to an unnamed spill file (`sys/trace_spill.rs`)
 //! and turns them into JSON when the trace stops, so the program shares no
 //! CPU with JSON formatting while it is traced; memory stays bounded (16 MiB
-//! of buffers). Where no spill file can be made, or once it cannot grow, the
-//! writer formats as the buffers fill (after what the file held). Events that find no buffer are counted and the count is
+//! of buffers). Where no spill file can be made, or once it cannot grow (a
+//! full disk, `RLIMIT_FSIZE`), the writer formats as the buffers fill, after
+//! what the file held. Events that find no buffer are counted and the count is
 //! written at the end of the trace (`"lost"`).
 //!
 //! Thread: `start` and `stop` serialise on `WRITING`; the writer thread owns
 //! the JSON writer and the spill file.
 
 use super::monitor::trace_json::Json;
+use super::sys::file_size::Capped;
 use super::sys::trace_buf::{self, Chunk, Event, TRACER};
 use super::sys::trace_spill::Spill;
 use std::io::{self, Write};
@@ -120,8 +125,13 @@ struct Keep<W: Write> {
 
 impl<W: Write> Keep<W> {
     /// Spills `chunk`'s events, or formats them if there is no spill file. A
-    /// spill file that fails (a full disk) is drained into the JSON, in order,
-    /// and the trace goes on without it: nothing is lost.
+    /// spill file that fails (a full disk, `RLIMIT_FSIZE`) is drained into the
+    /// JSON, in order, and the trace goes on without it: what the file held,
+    /// and `chunk`, reach the JSON. Events recorded meanwhile may not: while
+    /// the writer drains the file, and from then on while it formats (about
+    /// four million events a second), it gives chunks back slower than a busy
+    /// program fills them, and an event that finds no free chunk is dropped
+    /// and counted in `lost`.
     fn keep(&mut self, chunk: &Chunk) {
         if let Some(spill) = &mut self.spill {
             if spill.append(chunk.events()).is_ok() {
@@ -215,7 +225,7 @@ pub(crate) fn start_from_env() {
         return;
     };
     let file = match std::fs::File::create(&path) {
-        Ok(f) => f,
+        Ok(f) => Capped::new(f),
         Err(e) => {
             eprintln!("goro: GORO_TRACE={}: {e}; not tracing", path.to_string_lossy());
             return;

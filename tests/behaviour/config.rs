@@ -1,5 +1,6 @@
 //! Runtime configuration: `Config::init` before first use, `AlreadyStarted` after,
-//! and `GOMAXPROCS` from the environment (child processes).
+//! `GOMAXPROCS` from the environment, and a start with no descriptor left for
+//! the poller (child processes).
 
 use crate::common;
 
@@ -84,4 +85,55 @@ fn pin_threads_pins_each_m_to_one_core() {
     }
     let out = common::run_child_in(module_path!(), "pin_threads_pins_each_m_to_one_core", &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// With no descriptor left for the poller (`ulimit -n` at the descriptors
+/// already open), the runtime's start is a fatal error as Go's: the message
+/// names the limit, and the exit status is 2, not an abort.
+#[test]
+fn no_descriptor_for_the_poller_is_a_fatal_error_naming_the_limit() {
+    if common::is_child() {
+        // SAFETY: plain calls: the lowest free descriptor, closed at once, is
+        // the new soft limit, so the next descriptor the process asks for
+        // (the poller's) is over it.
+        let limit = unsafe {
+            let lowest = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 0);
+            assert!(lowest >= 0);
+            libc::close(lowest);
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+            lim.rlim_cur = lowest as libc::rlim_t;
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
+            lowest
+        };
+        println!("LIMIT={limit}");
+        let _ = goro::go!(|| ()).join();
+        unreachable!("the runtime started without a poller");
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let out = common::run_child_in(
+        module_path!(),
+        "no_descriptor_for_the_poller_is_a_fatal_error_naming_the_limit",
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // libtest's own line may precede it on its line.
+    let limit = stdout
+        .split_once("LIMIT=")
+        .and_then(|(_, rest)| rest.lines().next())
+        .unwrap_or_else(|| panic!("the child printed no limit:\n{stdout}\n{stderr}"));
+    assert_eq!(
+        (out.status.code(), out.status.signal()),
+        (Some(2), None),
+        "exit status 2, no signal:\n{stderr}"
+    );
+    let want = format!(
+        "fatal error: goro: cannot create the epoll poller: Too many open files (os error 24) \
+         (the process's open-files limit, RLIMIT_NOFILE or `ulimit -n`, is {limit})\n"
+    );
+    assert!(stderr.contains(&want), "want {want:?} in:\n{stderr}");
 }

@@ -339,6 +339,93 @@ fn debug_goroutines_only_with_debug() {
     server.assert_serves();
 }
 
+/// The status of `GET path` on a connection of its own (its body read whole).
+fn status_of(server: &Server, path: &str) -> u16 {
+    let mut r = BufReader::new(server.connect());
+    r.get_mut().write_all(get(path).as_bytes()).unwrap();
+    read_reply(&mut r).status
+}
+
+/// A 60 s `/debug/trace` whose client goes away stops then, as Go's: the next
+/// trace is not refused with 409 for the rest of the minute.
+#[test]
+fn a_trace_whose_client_left_stops_and_the_next_one_is_taken() {
+    let server = Server::start(&["--debug"]);
+    let started = Instant::now();
+    // A 1 s probe answered 409 shows a 60 s trace under way; its client (or,
+    // had a probe taken the trace first, an earlier one) has then left.
+    loop {
+        assert!(started.elapsed() < PATIENCE, "no 60 s trace was ever under way");
+        let taker = server.connect();
+        (&taker).write_all(get("/debug/trace?seconds=60").as_bytes()).unwrap();
+        let probe = status_of(&server, "/debug/trace?seconds=1");
+        drop(taker);
+        match probe {
+            409 => break,
+            200 => {}
+            other => panic!("a probe got {other}"),
+        }
+    }
+    let left = Instant::now();
+    loop {
+        match status_of(&server, "/debug/trace?seconds=1") {
+            200 => break,
+            409 => assert!(
+                left.elapsed() < PATIENCE,
+                "the trace went on {:?} after its client left",
+                left.elapsed()
+            ),
+            other => panic!("a probe got {other}"),
+        }
+        // Pacing: each 409 is answered at once.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.assert_serves();
+}
+
+/// 50 goroutine dumps asked for at once are made one at a time: the server's
+/// threads do not multiply (a dump takes a thread of its own, and its
+/// goroutine's M leaves its P to another while it waits for that thread).
+#[test]
+fn goroutine_dumps_asked_at_once_take_turns_and_do_not_multiply_threads() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const ASKING: usize = 50;
+    let server = Server::start(&["--debug"]);
+    server.assert_serves();
+    let task_dir = format!("/proc/{}/task", server.child.id());
+    let threads = move || std::fs::read_dir(&task_dir).map_or(0, |d| d.count());
+    let before = threads();
+    let done = AtomicBool::new(false);
+    let peak = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(threads(), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let asking: Vec<TcpStream> = (0..ASKING)
+            .map(|_| {
+                let s = server.connect();
+                (&s).write_all(get("/debug/goroutines").as_bytes()).unwrap();
+                s
+            })
+            .collect();
+        for s in asking {
+            let reply = read_reply(&mut BufReader::new(s));
+            assert_eq!(reply.status, 200);
+            assert!(reply.body.starts_with(b"goroutine "), "not a dump");
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    let peak = peak.into_inner();
+    eprintln!("server threads: {before} before, {peak} at most while {ASKING} dumps were asked for");
+    assert!(
+        peak <= before + 20,
+        "{peak} threads while {ASKING} dumps were asked for, {before} before"
+    );
+}
+
 #[test]
 fn expect_100_continue_and_http_1_0() {
     let server = Server::start(&[]);
@@ -840,18 +927,15 @@ fn slow_clients_at_the_descriptor_limit_keep_nobody_out_past_the_header_timeout(
         "served only after {served_after:?}"
     );
     // Every slow connection is closed by now: with 408 if it was being served,
-    // 503 if it was turned away, nothing if it came while too many were being
-    // turned away.
+    // 503 if it was turned away (with a linger, or at once when too many were
+    // being turned away).
     let (mut got_503, mut got_408) = (0, 0);
     for mut s in slow {
-        // A connection dropped unanswered may be reset: it had sent bytes.
-        let mut all = Vec::new();
-        let _ = s.read_to_end(&mut all);
-        let answer = String::from_utf8_lossy(&all);
+        let answer = read_to_close(&mut s);
         match answer.get(..13) {
             Some("HTTP/1.1 503 ") => got_503 += 1,
             Some("HTTP/1.1 408 ") => got_408 += 1,
-            _ => assert_eq!(answer, "", "a slow client got an unexpected answer"),
+            _ => panic!("a slow client got {answer:?}"),
         }
     }
     assert!(
@@ -859,6 +943,36 @@ fn slow_clients_at_the_descriptor_limit_keep_nobody_out_past_the_header_timeout(
         "{got_408} slow connections were served at once"
     );
     assert!(got_503 + refused_503 >= 1, "nobody was turned away with 503");
+}
+
+/// A burst of clients beyond `--max-conns` (1 here) and beyond the refusals
+/// that linger (8 at a 64-descriptor limit, each held 500 ms at most): every
+/// one reads a 503 and the end of the stream, never a reset.
+#[test]
+fn clients_beyond_every_budget_read_a_503_not_a_reset() {
+    let server = start_with_fd_limit(64, &["--max-conns", "1"]);
+    // The one place to be served, held: a keep-alive connection, idle.
+    let mut held = BufReader::new(server.connect());
+    held.get_mut().write_all(get("/").as_bytes()).unwrap();
+    assert_eq!(read_reply(&mut held).status, 200);
+    let burst: Vec<TcpStream> = (0..40)
+        .map(|_| {
+            let s = server.connect();
+            (&s).write_all(get("/").as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    for (i, mut s) in burst.into_iter().enumerate() {
+        let mut all = Vec::new();
+        if let Err(e) = s.read_to_end(&mut all) {
+            panic!("client {i} of the burst: {e} after {:?}", String::from_utf8_lossy(&all));
+        }
+        let answer = String::from_utf8_lossy(&all);
+        assert!(
+            answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "client {i} of the burst got {answer:?}"
+        );
+    }
 }
 
 #[test]

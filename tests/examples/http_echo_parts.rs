@@ -648,7 +648,7 @@ fn slots_serve_up_to_the_cap_refuse_a_few_more_and_come_back_when_dropped() {
     .take(1 << 20)
     .collect();
     assert!(!refused.is_empty(), "nothing beyond the cap was answered 503");
-    assert!(matches!(slots.admit(), limits::Admission::Drop));
+    assert!(matches!(slots.admit(), limits::Admission::RefuseAtOnce));
     drop(a);
     let c = slots.admit();
     assert!(matches!(c, limits::Admission::Serve(_)));

@@ -46,10 +46,10 @@
 
 use crate::runtime::sched::observers::{self, send, EVENT_CHECK, EVENT_SIGQUIT};
 use crate::runtime::sched::state::Sched;
+use crate::runtime::sys::fatal::die;
 use crate::runtime::sys::os_threads;
 use crate::runtime::task::g::{Status, WaitReason};
 use crate::runtime::wait::thread_waits;
-use std::io::Write as _;
 use std::time::Duration;
 
 /// The second look comes this long after the first.
@@ -172,14 +172,6 @@ fn serve(s: &'static Sched, read_fd: i32) {
             Look::Alive => None,
         };
     }
-}
-
-/// Prints `text` to stderr and exits with status 2, as Go does.
-fn die(text: &str) -> ! {
-    let mut err = std::io::stderr().lock();
-    let _ = err.write_all(text.as_bytes());
-    let _ = err.flush();
-    std::process::exit(2)
 }
 
 /// What must not change between the two looks. Timer firings are not in it:

@@ -6,6 +6,8 @@ pub(in crate::runtime) mod altstack;
 pub(in crate::runtime) mod coarse_clock;
 pub(in crate::runtime) mod decimal;
 pub(in crate::runtime) mod epoll;
+pub(in crate::runtime) mod fatal;
+pub(in crate::runtime) mod file_size;
 pub(in crate::runtime) mod frames;
 pub(in crate::runtime) mod futex;
 pub(in crate::runtime) mod lock;

@@ -5,11 +5,14 @@
 //! it runs (docs/decisions/0032-trace-spill.md); memory stays bounded by the
 //! chunks, and the file is unnamed (`O_TMPFILE` in the temporary directory,
 //! else a name removed at once), so nothing is left behind. The file takes 32
-//! bytes an event; if it cannot grow (a full disk), the writer turns what it
-//! holds into JSON and goes on without it (`runtime/trace.rs`).
+//! bytes an event; if it cannot grow (a full disk, or the soft `RLIMIT_FSIZE`,
+//! which stops it with `EFBIG` instead of `SIGXFSZ`: `file_size.rs`), the
+//! writer turns what it holds into JSON and goes on without it
+//! (`runtime/trace.rs`).
 //!
 //! Thread: owned by the trace writer thread.
 
+use super::file_size::Capped;
 use super::trace_buf::{Event, Kind};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -23,7 +26,7 @@ const READ_AT_ONCE: usize = RECORD * 4096;
 
 /// The spill file of one trace.
 pub(crate) struct Spill {
-    file: File,
+    file: Capped,
     buf: Vec<u8>,
     /// Bytes of whole appends: what a read-back covers (an append that failed
     /// part-way is not read back).
@@ -45,7 +48,7 @@ impl Spill {
             match unnamed_file_in(dir) {
                 Ok(file) => {
                     return Ok(Spill {
-                        file,
+                        file: Capped::new(file),
                         buf: Vec::new(),
                         good: 0,
                     })
@@ -69,12 +72,13 @@ impl Spill {
 
     /// Calls `f` on every event appended, in order.
     pub(crate) fn read_back(&mut self, mut f: impl FnMut(&Event) -> io::Result<()>) -> io::Result<()> {
-        self.file.seek(SeekFrom::Start(0))?;
+        let file = self.file.get_mut();
+        file.seek(SeekFrom::Start(0))?;
         let mut left = self.good;
         let mut buf = vec![0u8; READ_AT_ONCE];
         while left > 0 {
             let n = (left.min(READ_AT_ONCE as u64)) as usize;
-            self.file.read_exact(&mut buf[..n])?;
+            file.read_exact(&mut buf[..n])?;
             left -= n as u64;
             for record in buf[..n].chunks_exact(RECORD) {
                 if let Some(ev) = decode(record) {

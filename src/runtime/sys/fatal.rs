@@ -1,0 +1,43 @@
+//! Go's way out of a state the runtime cannot go on from: the report on
+//! stderr (a `fatal error: ...` line, or SIGQUIT's dump) and exit status 2,
+//! an ordinary exit, not an abort: no core dump, and `atexit` handlers run
+//! (the `GORO_TRACE` trace is written out). A report names the limit that
+//! stopped the runtime where one did ([`open_files_hint`]).
+//!
+//! Thread: any.
+
+use std::io::{self, Write as _};
+
+/// Prints `text` to stderr and exits with status 2, as Go does.
+pub(crate) fn die(text: &str) -> ! {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
+    drop(err);
+    std::process::exit(2)
+}
+
+/// What to add to an error's text when it is a limit on open files that
+/// stopped the runtime: which limit, and its value; empty for another error.
+pub(crate) fn open_files_hint(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EMFILE) => {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: `getrlimit` writes one `rlimit` through a pointer to a
+            // live, properly aligned local.
+            if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+                format!(
+                    " (the process's open-files limit, RLIMIT_NOFILE or `ulimit -n`, is {})",
+                    lim.rlim_cur
+                )
+            } else {
+                " (the process's open-files limit, RLIMIT_NOFILE or `ulimit -n`)".to_owned()
+            }
+        }
+        Some(libc::ENFILE) => " (the system's open-files limit, fs.file-max)".to_owned(),
+        _ => String::new(),
+    }
+}
