@@ -243,3 +243,32 @@ fn a_detached_g_without_a_stack_says_so() {
         "{stderr}"
     );
 }
+
+/// A dump's frame paths read as its `created by` paths do (from the root the
+/// program was built in), whatever the working directory.
+#[test]
+fn frame_paths_do_not_depend_on_the_working_directory() {
+    if common::is_child() {
+        std::env::set_current_dir("/").unwrap();
+        let (tx, rx) = goro::chan::bounded::<u8>(0);
+        let h = goro::go!(move || parks_in_recv(rx));
+        let text = until_state(h.id(), GoState::Waiting(WaitReason::ChanRecv)).to_string();
+        println!("CHILD-DUMP\n{text}");
+        tx.send(1).unwrap();
+        h.join().unwrap();
+        return;
+    }
+    let out = common::run_child_in(
+        module_path!(),
+        "frame_paths_do_not_depend_on_the_working_directory",
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let here = "tests/behaviour/goroutine_dump.rs:";
+    assert!(
+        stdout.contains(&format!("\n\t{here}")),
+        "a frame's path is not {here}...:\n{stdout}"
+    );
+    assert!(stdout.contains(&format!(" at {here}")), "{stdout}");
+}

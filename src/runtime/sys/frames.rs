@@ -87,13 +87,33 @@ impl Captured {
     }
 }
 
-/// A source path relative to the working directory when it is below it, as
-/// std prints them.
+/// A source path as the program's own `Location`s name it (a panic's
+/// `panicked at`, a dump's `created by`): relative to the directory cargo built
+/// the program in, when the file is below it; else whole. Never relative to
+/// the working directory, so a dump reads the same wherever the program runs.
 fn shorten(p: &Path) -> String {
-    std::env::current_dir()
-        .ok()
-        .and_then(|cwd| p.strip_prefix(cwd).ok().map(|r| r.display().to_string()))
-        .unwrap_or_else(|| p.display().to_string())
+    build_root()
+        .and_then(|root| p.strip_prefix(root).ok())
+        .unwrap_or(p)
+        .display()
+        .to_string()
+}
+
+/// The directory cargo ran the compiler in for the program's own crates (its
+/// workspace root), where `Location::file()` paths start: the parent of the
+/// `target` folder the running executable lives in. `None` for a binary
+/// outside a `target` folder (installed, or a custom target directory): paths
+/// are then printed whole.
+fn build_root() -> Option<&'static Path> {
+    static ROOT: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let exe = std::env::current_exe().ok()?;
+        exe.ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == "target"))
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+    })
+    .as_deref()
 }
 
 /// Which frames a report keeps.
