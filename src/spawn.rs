@@ -178,8 +178,9 @@ impl Builder {
     /// # Errors
     /// `io::ErrorKind::InvalidInput` for a stack size above 1 GiB or a name that
     /// contains a NUL byte. (The stack is mapped when the goroutine first runs; if
-    /// that fails, `join` returns the error message as the goroutine's panic
-    /// payload.)
+    /// that fails, goro prints `goroutine N "name" did not run: ` and the error
+    /// message on stderr, as for a panic, and `join` returns the message as the
+    /// goroutine's panic payload.)
     ///
     /// # Safety
     /// As [`spawn`]'s: `f`, and all it calls, uses no thread-local except inside

@@ -154,10 +154,10 @@ where
                 // Whatever `f`'s destructors made (they ran on the M's stack).
                 destroy_running();
                 let msg = format!("goro: cannot allocate a goroutine stack: {err}");
-                if task_ref.detached_now() {
-                    // Nobody will join it to see the error.
-                    report_detached_without_stack(&msg);
-                }
+                // Said whether or not the handle is kept, as a panic is: a
+                // handle dropped later, or dropped now without this G seeing
+                // it yet, would drop the error unread.
+                report_without_stack(&msg);
                 Some(Err(Box::new(msg) as Box<dyn Any + Send>))
             }
         };
@@ -185,8 +185,9 @@ fn drop_caught<T>(result: T) {
     let _ = catch_unwind(AssertUnwindSafe(move || drop(result)));
 }
 
-/// Says on stderr that a detached G never ran: no stack could be mapped for it.
-fn report_detached_without_stack(msg: &str) {
+/// Says on stderr that the running G never ran its body: no stack could be
+/// mapped for it.
+fn report_without_stack(msg: &str) {
     let (id, name) = current_g().map_or((0, String::new()), |g| {
         // SAFETY: the G is this M's, being retired; its name does not change.
         let name = unsafe { g.name() }.map(|n| format!(" {n:?}")).unwrap_or_default();

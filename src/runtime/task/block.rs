@@ -31,8 +31,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The type-erased operations of a task block.
 pub(crate) struct TaskVtable {
     /// Runs the body: called with `None` on the G's own stack, or with the error on
-    /// the M's stack if no stack could be had (it then only reports the error to
-    /// whoever joins). Called at most once.
+    /// the M's stack if no stack could be had (it then only reports the error, on
+    /// stderr and to whoever joins). Called at most once.
     pub(crate) run: unsafe fn(NonNull<TaskHeader>, Option<io::Error>),
     /// Drops and frees the whole block. Called once, when the last reference goes.
     pub(crate) dealloc: unsafe fn(NonNull<TaskHeader>),
