@@ -186,8 +186,10 @@ impl Builder {
     /// # Errors
     /// `io::ErrorKind::InvalidInput` for a stack size above 1 GiB or a name that
     /// contains a NUL byte. (The stack is mapped when the goroutine first runs; if
-    /// that fails, the goroutine does not run: its closure is dropped and `join`
-    /// returns the reason as the goroutine's panic payload.)
+    /// that fails, the goroutine does not run: its closure is dropped, goro
+    /// prints `goroutine N "name" did not run: ` and the reason on stderr, as
+    /// for a panic, and `join` returns the reason as the goroutine's panic
+    /// payload.)
     ///
     /// # Safety
     /// As [`spawn`]'s: `f`, and all it calls, uses no thread-local except inside

@@ -3,11 +3,24 @@
 //! whose `main` is the program's (no test harness: libtest's threads would be
 //! threads goro knows nothing of, which rightly keep the report quiet).
 //!
+//! Also SIGQUIT while the process exits (from `main`, a goroutine's
+//! `process::exit`, the deadlock report, an earlier SIGQUIT): the process
+//! always ends, the exit under way winning with its own status. Each such
+//! child writes its `GORO_TRACE` trace into a FIFO that the test reads only
+//! when it chooses, so the exit, writing the trace, waits as long as the test
+//! needs.
+//!
 //! `cargo test --test deadlock_report`; `-- NAME` runs the scenarios whose name
 //! contains NAME.
 
 use std::io::Read as _;
-use std::process::{Command, Stdio};
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::os::unix::io::AsRawFd as _;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 const CHILD: &str = "GORO_DEADLOCK_SCENARIO";
@@ -18,6 +31,13 @@ const PATIENCE: Duration = Duration::from_secs(20);
 /// killed (it must still be hanging, silently).
 const WATCH_OFF: Duration = Duration::from_secs(2);
 const FATAL: &str = "fatal error: all goroutines are asleep - deadlock!\n\n";
+const QUIT: &str = "SIGQUIT: quit\n\n";
+/// How long a SIGQUIT scenario may take: the dump resolves its frames from the
+/// binary's debug info, seconds on a loaded machine.
+const QUIT_PATIENCE: Duration = Duration::from_secs(120);
+/// Bytes in the trace FIFO once the exit writes the trace: the trace's start
+/// (written when tracing starts) is a few hundred, the exit's first write 64 KiB.
+const EXIT_WRITING: usize = 4096;
 
 type Scenario = fn();
 
@@ -57,12 +77,34 @@ const NOT_DEADLOCKS: &[(&str, Scenario)] = &[
     ("main_receives_from_after", main_receives_from_after),
 ];
 
+/// The test's part of a scenario: starts the child and judges how it ended.
+type Expect = fn(&str) -> Result<(), String>;
+
+/// SIGQUIT while the process exits: the child's part, and the test's.
+const QUIT_DURING_EXIT: &[(&str, Scenario, Expect)] = &[
+    ("quit_while_main_exits", traced_work, quit_while_main_exits),
+    (
+        "quit_while_a_goroutine_exits",
+        exit_3_from_a_goroutine,
+        quit_while_a_goroutine_exits,
+    ),
+    (
+        "quit_during_the_deadlock_report",
+        traced_deadlock,
+        quit_during_the_deadlock_report,
+    ),
+    ("quit_twice", traced_work_then_read_stdin, quit_twice),
+];
+
 fn main() {
     if let Ok(name) = std::env::var(CHILD) {
+        let quit_children = QUIT_DURING_EXIT.iter().map(|(n, f, _)| (*n, *f));
         let all = DEADLOCKS
             .iter()
             .chain(NOT_DEADLOCKS)
-            .chain([&("deadlock_off", main_recv_with_nobody_to_send as Scenario)]);
+            .copied()
+            .chain([("deadlock_off", main_recv_with_nobody_to_send as Scenario)])
+            .chain(quit_children);
         let (_, f) = all.into_iter().find(|(n, _)| *n == name).expect("unknown scenario");
         f();
         println!("SCENARIO-FINISHED");
@@ -88,6 +130,9 @@ fn main() {
             &mut passed,
             &mut failed,
         );
+    }
+    for (name, _, expect) in QUIT_DURING_EXIT.iter().filter(|(n, _, _)| wanted(n)) {
+        check(name, expect(name), &mut passed, &mut failed);
     }
     for (name, why) in &failed {
         println!("---- {name} ----\n{why}");
@@ -115,53 +160,29 @@ fn check(name: &str, result: Result<(), String>, passed: &mut usize, failed: &mu
     }
 }
 
-/// A finished child: exit code (None if killed), stdout, stderr.
+/// A finished child: exit code (None if killed), the signal that ended it
+/// (if it did not exit), stdout, stderr.
 struct Ran {
     code: Option<i32>,
+    signal: Option<i32>,
     stdout: String,
     stderr: String,
     took: Duration,
 }
 
+impl Ran {
+    /// How it ended, and its stderr.
+    fn outcome(&self) -> String {
+        match (self.code, self.signal) {
+            (Some(code), _) => format!("exit {code} after {:?}\n{}", self.took, self.stderr),
+            (None, Some(sig)) => format!("signal {sig} after {:?}\n{}", self.took, self.stderr),
+            (None, None) => format!("still running after {:?}: killed\n{}", self.took, self.stderr),
+        }
+    }
+}
+
 fn run(name: &str, envs: &[(&str, &str)], limit: Duration) -> Ran {
-    let exe = std::env::current_exe().expect("test binary path");
-    let mut cmd = Command::new(exe);
-    cmd.env(CHILD, name).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let started = Instant::now();
-    let mut child = cmd.spawn().expect("start child");
-    // Drain the pipes on threads so a large dump cannot block the child.
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let code = loop {
-        if let Some(status) = child.try_wait().expect("wait child") {
-            break status.code();
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Ran {
-        code,
-        took: started.elapsed(),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
+    Watched::spawn(name, envs, limit).finish()
 }
 
 fn expect_report(name: &str) -> Result<(), String> {
@@ -509,5 +530,336 @@ fn main_receives_from_after() {
     goro::select! {
         recv(goro::time::after(WHILE)) -> _ => {},
         recv(rx) -> _ => unreachable!(),
+    }
+}
+
+// ---- SIGQUIT while the process exits ----
+
+/// Goroutines switch enough for a trace of megabytes (its JSON is written
+/// at the exit), then one stays parked for good, the dump's last goroutine;
+/// the channel stays open, so this is no deadlock.
+fn traced_work() {
+    let hs: Vec<_> = (0..4)
+        .map(|_| {
+            let (atx, arx) = goro::chan::bounded::<u32>(0);
+            let (btx, brx) = goro::chan::bounded::<u32>(0);
+            goro::go!(move || {
+                for v in &arx {
+                    btx.send(v + 1).unwrap();
+                }
+            });
+            goro::go!(move || {
+                let mut v = 0;
+                for _ in 0..500 {
+                    atx.send(v).unwrap();
+                    v = brx.recv().unwrap();
+                }
+                v
+            })
+        })
+        .collect();
+    for h in hs {
+        assert_eq!(h.join().unwrap(), 500);
+    }
+    let (tx, rx) = goro::chan::bounded::<u32>(0);
+    std::mem::forget(tx);
+    goro::go!(goro::Builder::new().name("parked-for-good"), move || rx.recv()).unwrap();
+}
+
+fn exit_3_from_a_goroutine() {
+    traced_work();
+    println!("EXITING");
+    goro::go!(|| std::process::exit(3)).join().unwrap();
+}
+
+fn traced_deadlock() {
+    traced_work();
+    main_recv_with_nobody_to_send();
+}
+
+/// Main waits outside goro (no deadlock report) until the test ends it.
+fn traced_work_then_read_stdin() {
+    traced_work();
+    println!("READY");
+    let _ = std::io::stdin().read_line(&mut String::new());
+}
+
+/// The dump lists the parked goroutine with where it was created.
+fn dump_complete(stderr: &str) -> bool {
+    stderr
+        .split_once("\"parked-for-good\" [")
+        .is_some_and(|(_, rest)| rest.contains("\ncreated by "))
+}
+
+/// `main` returns; SIGQUIT comes while the exit writes the trace. The exit
+/// wins: the dump is printed, and the exit goes on to its end, which writes
+/// to stderr (the trace's reader went away) and ends the process with
+/// `main`'s status.
+fn quit_while_main_exits(name: &str) -> Result<(), String> {
+    let mut w = Watched::traced(name)?;
+    w.until("main returned and the exit writes the trace", |w| {
+        w.stdout().contains("SCENARIO-FINISHED") && w.trace_pending() >= EXIT_WRITING
+    })?;
+    w.quit();
+    w.until("the dump", |w| w.stderr().contains(QUIT))?;
+    w.close_trace();
+    let r = w.finish();
+    if r.code != Some(0) || !r.stderr.starts_with(QUIT) || !dump_complete(&r.stderr) {
+        return Err(format!("expected the dump, then exit 0; got {}", r.outcome()));
+    }
+    if !r.stderr.contains("goro: writing the trace: ") {
+        return Err(format!("the exit did not report the trace's error:\n{}", r.stderr));
+    }
+    Ok(())
+}
+
+/// A goroutine calls `process::exit(3)`; SIGQUIT comes while that exit writes
+/// the trace. The dump is printed and the exit ends the process with 3,
+/// the trace whole.
+fn quit_while_a_goroutine_exits(name: &str) -> Result<(), String> {
+    let mut w = Watched::traced(name)?;
+    w.until("the goroutine's exit writes the trace", |w| {
+        w.stdout().contains("EXITING") && w.trace_pending() >= EXIT_WRITING
+    })?;
+    w.quit();
+    w.until("the dump", |w| dump_complete(&w.stderr()))?;
+    let trace = w.drain_trace();
+    let r = w.finish();
+    if r.code != Some(3) || !r.stderr.starts_with(QUIT) {
+        return Err(format!("expected the dump, then exit 3; got {}", r.outcome()));
+    }
+    whole_trace(trace)
+}
+
+/// SIGQUIT while the deadlock report's exit writes the trace: that exit ends
+/// the process with 2, the trace whole, and no second dump.
+fn quit_during_the_deadlock_report(name: &str) -> Result<(), String> {
+    let mut w = Watched::traced(name)?;
+    w.until("the report's exit writes the trace", |w| {
+        w.stderr().starts_with(FATAL) && w.trace_pending() >= EXIT_WRITING
+    })?;
+    w.quit();
+    w.until("SIGQUIT delivered", |w| !w.quit_pending())?;
+    let trace = w.drain_trace();
+    let r = w.finish();
+    if r.code != Some(2) || !r.stderr.starts_with(FATAL) || r.stderr.contains(QUIT) {
+        return Err(format!("expected the report alone, then exit 2; got {}", r.outcome()));
+    }
+    whole_trace(trace)
+}
+
+/// A second SIGQUIT while the first one's exit writes the trace: that exit
+/// ends the process with 2, the trace whole, after one dump.
+fn quit_twice(name: &str) -> Result<(), String> {
+    let mut w = Watched::traced(name)?;
+    w.until("main waits on stdin", |w| w.stdout().contains("READY"))?;
+    w.quit();
+    w.until("the first SIGQUIT's exit writes the trace", |w| {
+        w.stderr().contains(QUIT) && w.trace_pending() >= EXIT_WRITING
+    })?;
+    w.quit();
+    w.until("the second SIGQUIT delivered", |w| !w.quit_pending())?;
+    let trace = w.drain_trace();
+    let r = w.finish();
+    if r.code != Some(2) || r.stderr.matches(QUIT).count() != 1 || !dump_complete(&r.stderr) {
+        return Err(format!("expected one dump, then exit 2; got {}", r.outcome()));
+    }
+    whole_trace(trace)
+}
+
+/// The trace read from the FIFO parses and ends with its totals.
+fn whole_trace(trace: JoinHandle<Vec<u8>>) -> Result<(), String> {
+    let bytes = trace.join().map_err(|_| "the trace reader panicked".to_string())?;
+    let events: Vec<serde_json::Value> = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("the trace ({} bytes) is not whole JSON: {e}", bytes.len()))?;
+    if !events.last().is_some_and(|e| e["name"] == "goro_trace") {
+        return Err(format!("the trace lacks its totals: {} events", events.len()));
+    }
+    Ok(())
+}
+
+/// A running child, its stdout and stderr gathered as they come (so a large
+/// dump cannot block it), its stdin held open; killed if still running past
+/// its limit or when dropped. A traced one writes its `GORO_TRACE` trace into
+/// a FIFO whose read end the test holds: until the test reads, the child's
+/// exit waits in the trace's write.
+struct Watched {
+    child: Child,
+    out: Arc<Mutex<Vec<u8>>>,
+    err: Arc<Mutex<Vec<u8>>>,
+    readers: Vec<JoinHandle<()>>,
+    /// The FIFO's path and read end (until drained or closed).
+    fifo: Option<PathBuf>,
+    trace: Option<std::fs::File>,
+    started: Instant,
+    limit: Duration,
+}
+
+impl Watched {
+    fn spawn(name: &str, envs: &[(&str, &str)], limit: Duration) -> Watched {
+        let mut cmd = Command::new(std::env::current_exe().expect("test binary path"));
+        cmd.env(CHILD, name)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let started = Instant::now();
+        let mut child = cmd.spawn().expect("start child");
+        let gather = |mut from: Box<dyn std::io::Read + Send>, into: Arc<Mutex<Vec<u8>>>| {
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = from.read(&mut buf) {
+                    into.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            })
+        };
+        let (out, err) = (Arc::default(), Arc::default());
+        let readers = vec![
+            gather(Box::new(child.stdout.take().unwrap()), Arc::clone(&out)),
+            gather(Box::new(child.stderr.take().unwrap()), Arc::clone(&err)),
+        ];
+        Watched {
+            child,
+            out,
+            err,
+            readers,
+            fifo: None,
+            trace: None,
+            started,
+            limit,
+        }
+    }
+
+    /// Scenario `name`, tracing into a FIFO, within [`QUIT_PATIENCE`].
+    fn traced(name: &str) -> Result<Watched, String> {
+        let fifo = std::env::temp_dir().join(format!("goro-quit-{}-{name}.fifo", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } != 0 {
+            return Err(format!("mkfifo: {}", std::io::Error::last_os_error()));
+        }
+        // Non-blocking: the open returns with no writer yet, and the child's
+        // open for writing then finds a reader.
+        let trace = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .map_err(|e| format!("open the FIFO: {e}"))?;
+        let mut w = Watched::spawn(name, &[("GORO_TRACE", fifo.to_str().unwrap())], QUIT_PATIENCE);
+        w.fifo = Some(fifo);
+        w.trace = Some(trace);
+        Ok(w)
+    }
+
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.err.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until `cond` holds; an error if the child ends first or the limit
+    /// runs out.
+    fn until(&mut self, what: &str, cond: impl Fn(&Watched) -> bool) -> Result<(), String> {
+        loop {
+            if cond(self) {
+                return Ok(());
+            }
+            if let Some(status) = self.child.try_wait().expect("wait child") {
+                return Err(format!(
+                    "the child ended ({status}) before {what}\nstderr:\n{}",
+                    self.stderr()
+                ));
+            }
+            if self.started.elapsed() > self.limit {
+                return Err(format!("no {what} after {:?}\nstderr:\n{}", self.limit, self.stderr()));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Bytes written to the trace FIFO and not read.
+    fn trace_pending(&self) -> usize {
+        let Some(trace) = &self.trace else { return 0 };
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD on an open pipe writes one int.
+        unsafe { libc::ioctl(trace.as_raw_fd(), libc::FIONREAD, &mut n) };
+        usize::try_from(n).unwrap_or(0)
+    }
+
+    fn quit(&self) {
+        // SAFETY: signalling our own child, which has not been waited for.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGQUIT) };
+    }
+
+    /// A SIGQUIT sent to the process is still pending: no thread took it yet.
+    fn quit_pending(&self) -> bool {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("ShdPnd:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .is_some_and(|mask| mask & (1 << (libc::SIGQUIT - 1)) != 0)
+    }
+
+    /// Reads the trace to its end, on a thread: the child's exit goes on.
+    fn drain_trace(&mut self) -> JoinHandle<Vec<u8>> {
+        let mut trace = self.trace.take().expect("the trace is still held");
+        // SAFETY: clearing O_NONBLOCK on a descriptor we own.
+        unsafe { libc::fcntl(trace.as_raw_fd(), libc::F_SETFL, 0) };
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = trace.read_to_end(&mut bytes);
+            bytes
+        })
+    }
+
+    /// Closes the trace's read end: the child's writes fail from here on.
+    fn close_trace(&mut self) {
+        self.trace = None;
+    }
+
+    /// Waits for the child to end, killing it past the limit.
+    fn finish(mut self) -> Ran {
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait child") {
+                break Some(status);
+            }
+            if self.started.elapsed() > self.limit {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        self.end();
+        Ran {
+            code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
+            took: self.started.elapsed(),
+            stdout: self.stdout(),
+            stderr: self.stderr(),
+        }
+    }
+
+    /// Kills the child if it still runs, and collects the rest of its output.
+    fn end(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child.stdin = None;
+        for r in self.readers.drain(..) {
+            let _ = r.join();
+        }
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.end();
+        if let Some(fifo) = &self.fifo {
+            let _ = std::fs::remove_file(fifo);
+        }
     }
 }

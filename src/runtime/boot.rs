@@ -7,6 +7,7 @@ use super::netpoll;
 use super::sched::config::{AlreadyStarted, Config, Godebug};
 use super::sched::ownership;
 use super::sched::state::{init_once, Hooks, Sched};
+use super::sys::altstack;
 use super::sys::epoll::Poller;
 use super::sys::fatal;
 
@@ -15,6 +16,7 @@ pub(crate) fn start(config: Config) -> bool {
     let (s, ours) = init_once(|| {
         let config = config.resolve();
         signal::install();
+        altstack::on_runtime_start();
         panics::install_hook();
         ownership::init_barrier();
         let godebug = Godebug::from_env();

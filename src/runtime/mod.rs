@@ -40,7 +40,7 @@
 // root: this public face, `boot.rs`, `trace.rs` and `loom_models.rs`.
 //
 // sys/     knows nothing of G, M or P
-//   altstack.rs      each M's alternate signal stack
+//   altstack.rs      each M's alternate signal stack, and the main thread's
 //   coarse_clock.rs  milliseconds since start, ticked by sysmon: cheap timestamps
 //   decimal.rs       an integer's digits without allocating (signal handlers, trace JSON)
 //   epoll.rs         the epoll fd, its wake-up eventfd, the timed wait; deals in tokens

@@ -207,41 +207,60 @@ fn a_programs_own_sigquit_handler_is_left_alone() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-HANDLED"));
 }
 
-/// A detached G whose stack cannot be mapped says so on stderr.
+/// A G whose stack cannot be mapped says so on stderr, whether its handle is
+/// dropped before it runs, after it finished, or kept and joined (the join
+/// also returns the message).
 #[test]
-fn a_detached_g_without_a_stack_says_so() {
+fn a_g_without_a_stack_says_so() {
     if common::is_child() {
         goro::go!(|| ()).join().unwrap();
         // Address space for little more than what is mapped now: no room for a
         // 1 GiB stack.
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let vm_kb: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmSize:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap();
-        let limit = libc::rlimit {
-            rlim_cur: (vm_kb << 10) + (256 << 20),
-            rlim_max: libc::RLIM_INFINITY,
-        };
-        // SAFETY: setrlimit with a valid struct.
-        unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
-        for _ in 0..4 {
-            drop(goro::go!(goro::Builder::new().name("huge").stack_size(1 << 30), || ()).unwrap());
+        common::limit_address_space(256 << 20);
+        let huge = || goro::go!(goro::Builder::new().name("huge").stack_size(1 << 30), || ()).unwrap();
+        let mut ids = Vec::new();
+        // Dropped at once: it may run before or after the drop.
+        for _ in 0..2 {
+            let h = huge();
+            ids.push(h.id());
+            drop(h);
         }
+        // Dropped once it finished: its error was stored for a join.
+        for _ in 0..2 {
+            let h = huge();
+            ids.push(h.id());
+            while !h.is_finished() {
+                std::thread::yield_now();
+            }
+            drop(h);
+        }
+        let h = huge();
+        ids.push(h.id());
+        let err = h.join().unwrap_err();
+        let msg = err.downcast_ref::<String>().expect("a String payload");
+        assert!(msg.starts_with("goro: cannot allocate a goroutine stack"), "{msg}");
         // Each counts as finished once its failure is reported.
         while goro::runtime::num_goroutine() > 0 {
             std::thread::yield_now();
         }
+        let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        println!("HUGE-IDS {}", ids.join(" "));
         return;
     }
-    let out = common::run_child_in(module_path!(), "a_detached_g_without_a_stack_says_so", &[]);
+    let out = common::run_child_in(module_path!(), "a_g_without_a_stack_says_so", &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("\"huge\" did not run: cannot map its stack of 1073741824 bytes"),
-        "{stderr}"
-    );
+    // libtest's "test ... " starts the line.
+    let ids = stdout
+        .split_once("HUGE-IDS ")
+        .and_then(|(_, rest)| rest.lines().next())
+        .unwrap_or_else(|| panic!("no ids:\n{stdout}"));
+    assert_eq!(ids.split(' ').count(), 5, "{ids}");
+    for id in ids.split(' ') {
+        let line = format!("goroutine {id} \"huge\" did not run: cannot map its stack of 1073741824 bytes");
+        assert!(stderr.contains(&line), "no {line:?} in:\n{stderr}");
+    }
 }
 
 /// A dump's frame paths read as its `created by` paths do (from the root the

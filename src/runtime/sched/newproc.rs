@@ -155,10 +155,10 @@ where
                 // and stops there, so the joiner still gets its answer.
                 drop_caught(f);
                 drop_caught(DestroyRunning);
-                if task_ref.detached_now() {
-                    // Nobody will join it to see the error.
-                    report_detached_without_stack(&err);
-                }
+                // Said whether or not the handle is kept, as a panic is: a
+                // handle dropped later, or dropped now without this G seeing
+                // it yet, would drop the error unread.
+                report_without_stack(&err);
                 let msg = format!("goro: the goroutine did not run: {err}");
                 Some(Err(Box::new(msg) as Box<dyn Any + Send>))
             }
@@ -197,8 +197,9 @@ fn drop_caught<T>(result: T) {
     let _ = catch_unwind(AssertUnwindSafe(move || drop(result)));
 }
 
-/// Says on stderr that a detached G never ran: no stack could be mapped for it.
-fn report_detached_without_stack(err: &io::Error) {
+/// Says on stderr that the running G never ran its body: no stack could be
+/// mapped for it.
+fn report_without_stack(err: &io::Error) {
     // A plain-thread context (`sched/syscall.rs`): the G is the M's `syscallg`.
     let g = current_g().or_else(|| current_m().and_then(|m| m.syscallg()));
     let (id, name) = g.map_or((0, String::new()), |g| {

@@ -8,12 +8,19 @@
 
 use std::io::{self, Write as _};
 
-/// Prints `text` to stderr and exits with status 2, as Go does.
+/// Prints `text` to stderr and exits with status 2, as Go does: through
+/// `exit`, so a `GORO_TRACE` trace is written out first.
+///
+/// If another thread is already exiting (`main` returned, a goroutine called
+/// `process::exit`), that exit wins: a second `exit` cannot run beside it
+/// (glibc's is not thread-safe, so std's `process::exit` on a second thread
+/// waits for the process to end), and cutting it short would lose its at-exit
+/// work, such as the trace. The process then ends with that exit's status.
+/// Hence nothing is held here across `exit` (stderr is unbuffered, and written
+/// without its lock kept): that exit may still write to stderr (a trace that
+/// could not be written says so).
 pub(crate) fn die(text: &str) -> ! {
-    let mut err = std::io::stderr().lock();
-    let _ = err.write_all(text.as_bytes());
-    let _ = err.flush();
-    drop(err);
+    let _ = std::io::stderr().write_all(text.as_bytes());
     std::process::exit(2)
 }
 

@@ -31,9 +31,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The type-erased operations of a task block.
 pub(crate) struct TaskVtable {
     /// Runs the body: called with `None` on the G's own stack, or with the error on
-    /// the M's stack if no stack could be mapped (it then drops the body and
-    /// reports the error to whoever joins, as a plain-thread context, never
-    /// unwinding). Called at most once.
+    /// the M's stack if no stack could be mapped (it then drops the body, as a
+    /// plain-thread context, never unwinding, and reports the error on stderr and
+    /// to whoever joins). Called at most once.
     pub(crate) run: unsafe fn(NonNull<TaskHeader>, Option<io::Error>),
     /// Drops and frees the whole block. Called once, when the last reference goes.
     pub(crate) dealloc: unsafe fn(NonNull<TaskHeader>),
