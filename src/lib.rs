@@ -72,6 +72,7 @@
 
 #![warn(missing_docs)]
 
+mod block_on;
 pub mod chan;
 mod local;
 pub mod net;
@@ -81,6 +82,7 @@ mod spawn;
 pub mod sync;
 pub mod time;
 
+pub use block_on::block_on;
 pub use local::LocalKey;
 pub use runtime::exports::{blocking, current, yield_now, GoId};
 #[doc(hidden)]

@@ -58,6 +58,7 @@ const DEADLOCKS: &[(&str, Scenario)] = &[
     ("unread_ticker_1s", unread_ticker_1s),
     ("unread_tick_1ms", unread_tick_1ms),
     ("unread_after_1h", unread_after_1h),
+    ("future_whose_waker_was_dropped", future_whose_waker_was_dropped),
 ];
 
 /// Scenarios that only look stuck for a while: the report must not fire.
@@ -75,6 +76,7 @@ const NOT_DEADLOCKS: &[(&str, Scenario)] = &[
     ("g_receives_from_a_ticker", g_receives_from_a_ticker),
     ("g_selects_on_a_ticker", g_selects_on_a_ticker),
     ("main_receives_from_after", main_receives_from_after),
+    ("future_woken_by_a_sleeping_thread", future_woken_by_a_sleeping_thread),
 ];
 
 /// The test's part of a scenario: starts the child and judges how it ended.
@@ -531,6 +533,43 @@ fn main_receives_from_after() {
         recv(goro::time::after(WHILE)) -> _ => {},
         recv(rx) -> _ => unreachable!(),
     }
+}
+
+/// Pending on its first poll, having handed its waker to `keep`; ready after.
+struct HandsOverItsWaker<K>(Option<K>);
+
+impl<K: FnOnce(std::task::Waker) + Unpin> std::future::Future for HandsOverItsWaker<K> {
+    type Output = ();
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        match self.0.take() {
+            Some(keep) => {
+                keep(cx.waker().clone());
+                std::task::Poll::Pending
+            }
+            None => std::task::Poll::Ready(()),
+        }
+    }
+}
+
+/// Nobody holds the future's waker any more: nothing can ever wake the G.
+fn future_whose_waker_was_dropped() {
+    goro::go!(|| goro::block_on(HandsOverItsWaker(Some(drop))))
+        .join()
+        .unwrap();
+}
+
+/// The waker is held by a thread goro does not know, asleep: it may wake it.
+fn future_woken_by_a_sleeping_thread() {
+    goro::go!(|| {
+        goro::block_on(HandsOverItsWaker(Some(|w: std::task::Waker| {
+            std::thread::spawn(move || {
+                std::thread::sleep(WHILE);
+                w.wake();
+            });
+        })))
+    })
+    .join()
+    .unwrap();
 }
 
 // ---- SIGQUIT while the process exits ----

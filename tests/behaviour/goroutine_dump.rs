@@ -238,7 +238,10 @@ fn a_g_without_a_stack_says_so() {
         ids.push(h.id());
         let err = h.join().unwrap_err();
         let msg = err.downcast_ref::<String>().expect("a String payload");
-        assert!(msg.starts_with("goro: the goroutine did not run: cannot map its stack"), "{msg}");
+        assert!(
+            msg.starts_with("goro: the goroutine did not run: cannot map its stack"),
+            "{msg}"
+        );
         // Each counts as finished once its failure is reported.
         while goro::runtime::num_goroutine() > 0 {
             std::thread::yield_now();

@@ -173,6 +173,8 @@ pub enum WaitReason {
     SyncOnce,
     /// A socket read, write, accept or connect.
     IoWait,
+    /// `goro::block_on`: a future not ready yet (goro's own: Go has no futures).
+    Future,
 }
 
 impl fmt::Display for WaitReason {
@@ -182,7 +184,7 @@ impl fmt::Display for WaitReason {
 }
 
 impl WaitReason {
-    const ALL: [WaitReason; 16] = [
+    const ALL: [WaitReason; 17] = [
         WaitReason::None,
         WaitReason::Join,
         WaitReason::Sleep,
@@ -199,6 +201,7 @@ impl WaitReason {
         WaitReason::Semacquire,
         WaitReason::SyncOnce,
         WaitReason::IoWait,
+        WaitReason::Future,
     ];
 
     pub(crate) fn from_u8(v: u8) -> WaitReason {
@@ -224,6 +227,7 @@ impl WaitReason {
             WaitReason::Semacquire => "semacquire",
             WaitReason::SyncOnce => "sync.Once.Do",
             WaitReason::IoWait => "IO wait",
+            WaitReason::Future => "future",
         }
     }
 }

@@ -1,0 +1,214 @@
+//! [`block_on`]: a goroutine (or a plain thread) waits for a future.
+//!
+//! The future is polled on the caller's own stack; between polls the caller
+//! parks through the one wait protocol (`runtime::wait`), so in a goroutine
+//! only the goroutine waits and its M runs others.
+//!
+//! # The wait record and its wakers
+//! Each call waits on a [`Signal`]: a `RawMutex`-guarded record holding the
+//! parked caller's [`Waiter`] or a `notified` flag. Every `Waker` handed to
+//! the future is a reference to that one record, never to the goroutine, so a
+//! waker the future keeps after `block_on` returned can only touch that old
+//! record: it can never ready the goroutine in a later, unrelated wait. The
+//! record is on the heap (an `Arc`, the wakers' count) and is reused by the
+//! next `block_on` of the same goroutine or thread only while no waker of it is
+//! left (`Arc::get_mut`), so a ready future costs no allocation.
+//!
+//! A wake takes the lock and either takes the parked caller's waiter and
+//! wakes it (after unlocking), or, if the caller is not parked (it is polling,
+//! or about to park), sets `notified`. The caller checks `notified` under the
+//! same lock before it parks. So a wake before the park, during a poll, or
+//! from several threads at once causes at most one extra poll, and is never
+//! lost (`loom_block_on_*` in `src/loom_models.rs`).
+
+use crate::runtime::wait::{Guarded, Parker, WaitReason, Waiter};
+use std::cell::RefCell;
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+
+/// One `block_on` call's wait record, shared with the wakers of its future.
+struct Signal(Guarded<State>);
+
+struct State {
+    /// The caller, while parked; taken by the wake that ends the park.
+    waiter: Option<Waiter>,
+    /// A wake came while the caller was not parked: poll again before parking.
+    notified: bool,
+}
+
+impl Signal {
+    fn new() -> Signal {
+        Signal(Guarded::new(State {
+            waiter: None,
+            notified: false,
+        }))
+    }
+
+    fn wake(&self) {
+        let mut st = self.0.lock();
+        match st.waiter.take() {
+            Some(w) => {
+                drop(st);
+                w.wake();
+            }
+            None => st.notified = true,
+        }
+    }
+}
+
+crate::local! {
+    /// The record the next `block_on` of this goroutine (or thread) reuses.
+    static SPARE: RefCell<Option<Arc<Signal>>> = const { RefCell::new(None) };
+}
+
+/// Runs `fut` to completion on the current goroutine's stack and returns its
+/// output; between polls only the goroutine waits (its thread runs other
+/// goroutines). On a plain thread, the thread waits, like `pollster` or
+/// `futures::executor::block_on`.
+///
+/// This is how goroutine code calls async code: a client library, a database
+/// driver, anything that returns a future. The future's `Waker` can be woken
+/// from any thread (another goroutine, a plain thread, another runtime's
+/// worker); a waker the future keeps after `block_on` returned wakes nothing.
+/// A goroutine waiting here shows in a dump as `[future]`.
+///
+/// ```
+/// use std::future::Future;
+/// use std::pin::Pin;
+/// use std::task::{Context, Poll};
+///
+/// /// Ready on its second poll, having woken its own task once.
+/// struct Twice(bool);
+/// impl Future for Twice {
+///     type Output = &'static str;
+///     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<&'static str> {
+///         if self.0 {
+///             return Poll::Ready("done");
+///         }
+///         self.0 = true;
+///         let waker = cx.waker().clone();
+///         std::thread::spawn(move || waker.wake());
+///         Poll::Pending
+///     }
+/// }
+///
+/// let h = goro::go!(|| goro::block_on(Twice(false)));
+/// assert_eq!(h.join().unwrap(), "done");
+/// assert_eq!(goro::block_on(async { 40 + 2 }), 42); // on a plain thread too
+/// ```
+///
+/// # Futures and thread-locals
+/// Each poll runs in a function of its own that is never inlined, so what a
+/// poll reads from a thread-local (an executor's context, a cooperative
+/// budget) is read afresh on the thread that polls. Nothing taken from a
+/// thread-local may be kept across polls: the goroutine may poll next on
+/// another thread. So a future that needs another runtime's context (Tokio's
+/// `net` and `time`, `tokio::spawn`) cannot be polled here directly: hand it
+/// to that runtime (the `tokio` feature's `goro::tokio::block_on`) and wait for
+/// its output.
+///
+/// # Stacks
+/// The future lives on the goroutine's stack, which does not grow: a large
+/// future (a deep `async fn` state machine) should be boxed
+/// (`goro::block_on(Box::pin(fut))`).
+///
+/// # Panics
+/// A panic in the future's `poll` unwinds out of `block_on`, as from any call.
+pub fn block_on<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let signal = take_spare();
+    // The wakers' vtable counts references on `signal`'s Arc; this one is
+    // borrowed from our own reference and never dropped.
+    // SAFETY: the data pointer is a live `Arc<Signal>`'s, which `signal` keeps
+    // alive for as long as `waker` is used; `VTABLE` follows the Arc's rules.
+    let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker(&signal)) });
+    let mut cx = Context::from_waker(&waker);
+    let out = loop {
+        if let Poll::Ready(out) = poll_once(fut.as_mut(), &mut cx) {
+            break out;
+        }
+        let mut st = signal.0.lock();
+        if std::mem::take(&mut st.notified) {
+            continue; // woken meanwhile: poll again
+        }
+        let parker = Parker::new();
+        st.waiter = Some(parker.waiter());
+        parker.park(WaitReason::Future, st);
+    };
+    put_spare(signal);
+    out
+}
+
+/// One poll, in a frame of its own (see "Futures and thread-locals").
+#[inline(never)]
+fn poll_once<F: Future>(fut: std::pin::Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    let r = fut.poll(cx);
+    // Not a tail call: the poll stays inside this frame.
+    std::hint::black_box(());
+    r
+}
+
+/// A record with no waker left from an earlier call, or a new one.
+fn take_spare() -> Arc<Signal> {
+    let spare = SPARE.with(|s| s.borrow_mut().take());
+    match spare {
+        Some(mut sig) => match Arc::get_mut(&mut sig) {
+            Some(unshared) => {
+                unshared.0.get_mut().notified = false;
+                sig
+            }
+            None => Arc::new(Signal::new()),
+        },
+        None => Arc::new(Signal::new()),
+    }
+}
+
+/// Keeps `signal` for the next call, unless a nested call already put one back.
+fn put_spare(signal: Arc<Signal>) {
+    SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.is_none() {
+            *s = Some(signal);
+        }
+    });
+}
+
+static VTABLE: RawWakerVTable = RawWakerVTable::new(clone_waker, wake_waker, wake_by_ref_waker, drop_waker);
+
+fn raw_waker(signal: &Arc<Signal>) -> RawWaker {
+    RawWaker::new(Arc::as_ptr(signal).cast(), &VTABLE)
+}
+
+/// # Safety
+/// `p` is the pointer of a live `Arc<Signal>` (the waker's reference).
+unsafe fn clone_waker(p: *const ()) -> RawWaker {
+    // SAFETY: the caller's contract: the Arc is live, so one more reference
+    // may be counted; the new waker owns it.
+    unsafe { Arc::increment_strong_count(p.cast::<Signal>()) };
+    RawWaker::new(p, &VTABLE)
+}
+
+/// # Safety
+/// As [`clone_waker`]; consumes the waker's reference.
+unsafe fn wake_waker(p: *const ()) {
+    // SAFETY: the waker owned one reference, which this takes over.
+    let sig = unsafe { Arc::from_raw(p.cast::<Signal>()) };
+    sig.wake();
+}
+
+/// # Safety
+/// As [`clone_waker`].
+unsafe fn wake_by_ref_waker(p: *const ()) {
+    // SAFETY: the Arc is live for the call (the caller's contract).
+    unsafe { &*p.cast::<Signal>() }.wake();
+}
+
+/// # Safety
+/// As [`clone_waker`]; consumes the waker's reference.
+unsafe fn drop_waker(p: *const ()) {
+    // SAFETY: the waker owned one reference, dropped here once.
+    unsafe { Arc::decrement_strong_count(p.cast::<Signal>()) };
+}

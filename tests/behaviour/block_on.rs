@@ -1,0 +1,166 @@
+//! `goro::block_on`: futures awaited by goroutines and plain threads: wakes from
+//! any thread, before the park or during a poll, concurrent wakes, stale
+//! wakers, nesting, panics, the dump's `[future]`.
+
+use crate::{no_crowd, until_state};
+use goro::runtime::{GoState, WaitReason};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+/// Pending until `left` wakes have been arranged by `arrange`, counting polls.
+struct Countdown<A> {
+    left: usize,
+    polls: Arc<AtomicUsize>,
+    arrange: A,
+}
+
+impl<A: FnMut(&Waker) + Unpin> Future for Countdown<A> {
+    type Output = usize;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        if self.left == 0 {
+            return Poll::Ready(self.polls.load(Ordering::Relaxed));
+        }
+        self.left -= 1;
+        (self.arrange)(cx.waker());
+        Poll::Pending
+    }
+}
+
+fn countdown<A: FnMut(&Waker) + Unpin>(left: usize, arrange: A) -> (Countdown<A>, Arc<AtomicUsize>) {
+    let polls = Arc::new(AtomicUsize::new(0));
+    (
+        Countdown {
+            left,
+            polls: polls.clone(),
+            arrange,
+        },
+        polls,
+    )
+}
+
+#[test]
+fn a_ready_future_returns_at_once_in_a_goroutine_and_on_a_thread() {
+    assert_eq!(goro::go!(|| goro::block_on(async { 6 * 7 })).join().unwrap(), 42);
+    assert_eq!(goro::block_on(async { "thread" }), "thread");
+}
+
+#[test]
+fn wakes_from_threads_goroutines_before_the_park_and_during_the_poll() {
+    let _w = crate::common::watchdog("block_on_wakes", Duration::from_secs(60));
+    // From a plain std thread, after a while.
+    let (f, _) = countdown(50, |w: &Waker| {
+        let w = w.clone();
+        std::thread::spawn(move || w.wake());
+    });
+    assert_eq!(goro::go!(move || goro::block_on(f)).join().unwrap(), 51);
+    // From another goroutine.
+    let (f, _) = countdown(200, |w: &Waker| {
+        let w = w.clone();
+        drop(goro::go!(move || w.wake()));
+    });
+    assert_eq!(goro::go!(move || goro::block_on(f)).join().unwrap(), 201);
+    // During the poll itself (before the park): one more poll each, no sleep.
+    let (f, _) = countdown(1000, |w: &Waker| w.wake_by_ref());
+    assert_eq!(goro::go!(move || goro::block_on(f)).join().unwrap(), 1001);
+    // The same on a plain thread.
+    let (f, _) = countdown(1000, |w: &Waker| w.wake_by_ref());
+    assert_eq!(goro::block_on(f), 1001);
+}
+
+#[test]
+fn concurrent_wakes_give_at_most_one_extra_poll_each() {
+    let _w = crate::common::watchdog("block_on_concurrent", Duration::from_secs(60));
+    const ROUNDS: usize = 300;
+    let (f, polls) = countdown(ROUNDS, |w: &Waker| {
+        for _ in 0..2 {
+            let w = w.clone();
+            std::thread::spawn(move || w.wake());
+        }
+    });
+    goro::go!(move || goro::block_on(f)).join().unwrap();
+    let polls = polls.load(Ordering::Relaxed);
+    // Each round's two wakes cause its next poll and at most one more.
+    assert!((ROUNDS + 1..=2 * ROUNDS + 1).contains(&polls), "{polls} polls");
+}
+
+#[test]
+fn a_stale_waker_does_not_wake_a_later_wait() {
+    let _n = no_crowd();
+    let _w = crate::common::watchdog("block_on_stale", Duration::from_secs(60));
+    let kept: Arc<Mutex<Option<Waker>>> = Arc::default();
+    let k = kept.clone();
+    let (tx, rx) = goro::chan::bounded::<u32>(0);
+    let (ready_tx, ready_rx) = goro::chan::bounded::<()>(1);
+    let h = goro::go!(move || {
+        let (f, _) = countdown(1, move |w: &Waker| {
+            *k.lock().unwrap() = Some(w.clone());
+            w.wake_by_ref();
+        });
+        goro::block_on(f);
+        ready_tx.send(()).unwrap();
+        rx.recv().unwrap()
+    });
+    ready_rx.recv().unwrap();
+    until_state(h.id(), GoState::Waiting(WaitReason::ChanRecv));
+    let stale = kept.lock().unwrap().take().unwrap();
+    for _ in 0..1000 {
+        stale.wake_by_ref();
+    }
+    // Still parked in its receive: the stale wakes touched only the old record.
+    until_state(h.id(), GoState::Waiting(WaitReason::ChanRecv));
+    tx.send(7).unwrap();
+    assert_eq!(h.join().unwrap(), 7);
+}
+
+#[test]
+fn the_dump_shows_a_goroutine_waiting_on_a_future() {
+    let _n = no_crowd();
+    let _w = crate::common::watchdog("block_on_dump", Duration::from_secs(60));
+    let kept: Arc<Mutex<Option<Waker>>> = Arc::default();
+    let k = kept.clone();
+    let (f, _) = countdown(1, move |w: &Waker| *k.lock().unwrap() = Some(w.clone()));
+    let h = goro::go!(goro::Builder::new().name("awaiting"), move || goro::block_on(f)).unwrap();
+    let info = until_state(h.id(), GoState::Waiting(WaitReason::Future));
+    assert!(info.to_string().contains("\"awaiting\" [future]"), "{info}");
+    kept.lock().unwrap().take().unwrap().wake();
+    assert_eq!(h.join().unwrap(), 2);
+}
+
+#[test]
+fn nested_in_blocking_and_panics_unwind_out() {
+    let inner = goro::go!(|| goro::block_on(async { goro::block_on(async { 1 }) + 1 }));
+    assert_eq!(inner.join().unwrap(), 2);
+    let in_blocking = goro::go!(|| goro::blocking(|| goro::block_on(async { 3 })));
+    assert_eq!(in_blocking.join().unwrap(), 3);
+    let panicked = goro::go!(|| goro::block_on(async { panic!("in the future") }));
+    let err = panicked.join().unwrap_err();
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"in the future"));
+}
+
+#[test]
+fn ten_thousand_goroutines_await_futures_woken_by_one_thread() {
+    let _w = crate::common::watchdog("block_on_many", Duration::from_secs(120));
+    const N: usize = 10_000;
+    let (wakers_tx, wakers_rx) = std::sync::mpsc::channel::<Waker>();
+    let waker_thread = std::thread::spawn(move || {
+        for _ in 0..N {
+            wakers_rx.recv().unwrap().wake();
+        }
+    });
+    let hs: Vec<_> = (0..N)
+        .map(|_| {
+            let tx = wakers_tx.clone();
+            let (f, _) = countdown(1, move |w: &Waker| tx.send(w.clone()).unwrap());
+            goro::go!(move || goro::block_on(f))
+        })
+        .collect();
+    for h in hs {
+        assert_eq!(h.join().unwrap(), 2);
+    }
+    waker_thread.join().unwrap();
+}
