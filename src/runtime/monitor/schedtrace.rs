@@ -5,7 +5,7 @@
 //! Rendering only reads atomics and short-held locks, so the numbers are a racy
 //! snapshot, as Go's are.
 
-use crate::runtime::sched::state::Sched;
+use crate::runtime::proc::state::Sched;
 use crate::runtime::task::g::Status;
 use std::fmt::Write as _;
 

@@ -12,7 +12,7 @@
 //! Who touches what: the nesting count lives in the G's own context and the two
 //! links (`G::lockedm`, `M::lockedg`) are written only by the wired G itself.
 
-use super::m::{current_g, current_m, M};
+use crate::runtime::proc::m::{current_g, current_m, M};
 use crate::runtime::task::g::G;
 
 /// Wires the calling goroutine to its current OS thread (Go's

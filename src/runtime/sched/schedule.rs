@@ -12,13 +12,13 @@
 //! 3. `runnext`, then the local ring;
 //! 4. a batch from the global queue;
 //! 5. the poller, without blocking, if any G waits on it; before that, an M that
-//!    has run for a while may hand its core over once ([`super::handover`]);
+//!    has run for a while may hand its core over once ([`crate::runtime::proc::handover`]);
 //! 6. stealing — if this M may spin (at most half the busy Ps have a spinning M):
 //!    four rounds over the other Ps in a random order (random start, coprime
 //!    stride), taking half a victim's ring; the last round also runs victims' due
 //!    timers and may take their `runnext`;
 //! 7. nothing: while Gs wait on the network, yield the thread and search again,
-//!    for up to the M's poll-spin budget ([`super::pollspin`]); then idle the P
+//!    for up to the M's poll-spin budget ([`crate::runtime::proc::pollspin`]); then idle the P
 //!    and re-check (see [`super::mpark`] for why that order), and either block in
 //!    the poller until the next timer, or park the M.
 //!
@@ -37,18 +37,19 @@
 //! and the next G taken from `runnext` goes to the global queue instead, as a G
 //! preempted by Go's sysmon does.
 
-use super::m::{set_current_g, M};
 use super::mpark::{
     become_spinning, drop_spinning, hand_off_p, idle_p_unless_stopping, reset_spinning, start_locked_m, stop_locked_m,
     stop_m, wakep, wakep_global,
 };
 use super::ownership::{enter_runtime, leave_runtime};
-use super::p::{bump, gfput, PState, PStatus, Unwatched, P};
 use super::poll::{self, wake_netpoller};
-use super::pollspin::{network_in_use, PollSpin};
-use super::state::{sched, Sched};
-use super::timers::NO_TIMER;
-use super::tracing;
+use super::timers::run_due;
+use crate::runtime::proc::m::{set_current_g, M};
+use crate::runtime::proc::p::{bump, gfput, PState, PStatus, Unwatched, P};
+use crate::runtime::proc::pollspin::{network_in_use, PollSpin};
+use crate::runtime::proc::state::{net_waiters, sched, Sched};
+use crate::runtime::proc::timers::NO_TIMER;
+use crate::runtime::proc::tracing;
 use crate::runtime::queue::runq::RING_CAP;
 use crate::runtime::sys::sync_prims::{nap, spin_yield};
 use crate::runtime::sys::trace_buf::{Kind, Stop};
@@ -138,7 +139,10 @@ fn watch_timers(m: &M) {
         Unwatched::Every => {
             let s = sched();
             let when = earliest_timer(s);
-            if when > s.nanotime().saturating_add(super::observers::MAX_DELAY_NS) {
+            if when
+                > s.nanotime()
+                    .saturating_add(crate::runtime::proc::observers::MAX_DELAY_NS)
+            {
                 return;
             }
             when
@@ -303,7 +307,7 @@ fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
     found
 }
 
-/// [`find_runnable`]'s search; `spin` is its poll-spin ([`super::pollspin`]).
+/// [`find_runnable`]'s search; `spin` is its poll-spin ([`crate::runtime::proc::pollspin`]).
 /// Each turn looks in the module docs' order; a step that made new work
 /// appear, or left this M holding a P again, starts the next turn.
 fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
@@ -383,10 +387,10 @@ fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool
     // Step 5: the network, without blocking, if a G waits on it and no M is
     // already blocked in the poller (which would get the events itself).
     // An M that has been on its CPU for a while first offers it to whoever
-    // the kernel keeps waiting (`super::handover`).
-    if poll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+    // the kernel keeps waiting (`crate::runtime::proc::handover`).
+    if net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
         // Our P's timers read again: a P-less caller may have added one.
-        super::handover::offer(s, m, poll_until.min(p.timers.next()));
+        crate::runtime::proc::handover::offer(s, m, poll_until.min(p.timers.next()));
         if poll::netpoll(s, Some(Duration::ZERO)) {
             return local_pop(s, p);
         }
@@ -408,7 +412,7 @@ fn look_around(s: &Sched, p: &P) {
     if rounds >= LOOK_PERIOD {
         // SAFETY: as above.
         unsafe { p.local() }.rounds_since_look = 0;
-        if poll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+        if net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
             poll::netpoll(s, Some(Duration::ZERO));
         }
         steal_from_stalled(s, p);
@@ -486,7 +490,7 @@ fn idle_and_sleep(s: &Sched, m: &'static M, p: &P, poll_until: u64) -> Woke {
 
     // Block in the poller until the next timer or network event, if nobody
     // else is.
-    let net = poll::waiters() > 0;
+    let net = net_waiters() > 0;
     if (net || poll_until != NO_TIMER) && s.lastpoll.swap(0, Ordering::SeqCst) != 0 {
         if block_in_poller(s, m, net, poll_until) {
             return Woke::Search;
@@ -499,7 +503,7 @@ fn idle_and_sleep(s: &Sched, m: &'static M, p: &P, poll_until: u64) -> Woke {
     }
     // No timer and no network wait: if this was the last busy M, nothing
     // may be able to run ever again.
-    super::observers::poke();
+    crate::runtime::proc::observers::poke();
     let slept_from = s.nanotime();
     if !stop_m(m) {
         return Woke::Retired;
@@ -524,7 +528,7 @@ fn block_in_poller(s: &Sched, m: &'static M, net: bool, poll_until: u64) -> bool
     // busy M, nothing may ever run again (the deadlock check's
     // trigger, as below).
     if !net {
-        super::observers::poke();
+        crate::runtime::proc::observers::poke();
     }
     m.set_blocked(true);
     poll::poll(s, timeout.map(Duration::from_nanos), &mut woken);
@@ -590,11 +594,11 @@ fn run_timers(p: &P, now: u64) -> TimerRun {
     if next > now {
         return TimerRun { now, next, fired: 0 };
     }
-    let fired = p.timers.run_due(now);
+    let fired = run_due(&p.timers, now);
     if fired > 0 && tracing::on() {
         tracing::emit(Kind::Timers, 0, fired as u64, 0);
     }
-    if let Some(mine) = super::m::current_p() {
+    if let Some(mine) = crate::runtime::proc::m::current_p() {
         bump(&mine.counters.timers_fired, fired as u64);
     }
     TimerRun {
@@ -700,10 +704,10 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
                     ran_timers = true;
                 }
             }
-            if v.status() == super::p::PStatus::Idle {
+            if v.status() == crate::runtime::proc::p::PStatus::Idle {
                 continue;
             }
-            let running = v.status() == super::p::PStatus::Running;
+            let running = v.status() == crate::runtime::proc::p::PStatus::Running;
             // Before taking a running P's `runnext`, give its owner a moment to run
             // it first: sleep, as Go does (usleep(3)). The M stays spinning while
             // it sleeps, so the owner's next `wakep` sees a spinner and wakes
@@ -780,7 +784,7 @@ fn steal_from(p: &P, victim: &P, steal_runnext: bool, before_runnext: impl FnOnc
 /// more; if one has work it takes an idle P back (Go's `checkRunqsNoP`).
 fn check_runqs_without_p(s: &Sched) -> Option<usize> {
     for p in s.procs() {
-        if p.status() != super::p::PStatus::Idle && !p.runq.is_empty() {
+        if p.status() != crate::runtime::proc::p::PStatus::Idle && !p.runq.is_empty() {
             return s.idle.lock().pidle_get_spinning();
         }
     }

@@ -2,7 +2,7 @@
 //! park and yield goes through, and [`yield_now`].
 
 use super::lockosthread::{lock_os_thread, unlock_os_thread};
-use super::m::current_g;
+use crate::runtime::proc::m::current_g;
 use crate::runtime::task::g::{Switch, G};
 
 impl G {

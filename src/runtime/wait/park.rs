@@ -29,10 +29,11 @@
 //! `done` goes from `UNCLAIMED` to the winning case exactly once (`AcqRel` CAS): the
 //! winner's writes before its wake are visible to the woken waiter.
 
-use crate::runtime::sched::m::current_g;
-use crate::runtime::sched::ready::{Claim, ThreadWaiter, Waiter, TIMED_OUT};
-use crate::runtime::sched::state::sched;
-use crate::runtime::sched::timers::{add_timer_parked, Action};
+use crate::runtime::proc::m::current_g;
+use crate::runtime::proc::state::sched;
+use crate::runtime::proc::timers::Action;
+use crate::runtime::proc::waiter::{Claim, ThreadWaiter, Waiter, TIMED_OUT};
+use crate::runtime::sched::timers::add_timer_parked;
 #[cfg(loom)]
 use crate::runtime::sys::sync_prims::lot;
 use crate::runtime::task::g::{GRef, Status, Switch, Unlock, WaitReason};
