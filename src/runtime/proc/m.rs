@@ -268,6 +268,18 @@ impl M {
     }
 }
 
+/// The M `g` is wired to by `lock_os_thread`, if any.
+#[inline]
+pub(crate) fn lockedm(g: &G) -> Option<&'static M> {
+    // SAFETY: non-null values are `&'static M` stored by `set_lockedm`.
+    unsafe { g.lockedm_raw().cast::<M>().as_ref() }
+}
+
+/// Wires `g` to `m`, or unwires it (`None`). The wired G itself only.
+pub(crate) fn set_lockedm(g: &G, m: Option<&'static M>) {
+    g.set_lockedm_raw(m.map_or(std::ptr::null(), |m| (m as *const M).cast()));
+}
+
 /// Stores an optional G link (own thread only).
 fn store_g(link: &AtomicPtr<G>, g: Option<GRef>) {
     link.store(

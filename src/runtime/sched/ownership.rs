@@ -244,7 +244,7 @@ pub(crate) fn exit_syscall(m: &'static M, g: GRef) -> bool {
         // No P: the G goes to the global queue from the scheduler side (its M then
         // has no P and stops), and continues wherever an M picks it up.
         // SAFETY: `g` is the G running this code.
-        unsafe { g.switch_out(Switch::Yield) };
+        unsafe { super::switch::switch_out(&g, Switch::Yield) };
     }
     got
 }

@@ -44,7 +44,7 @@ use super::mpark::{
 use super::ownership::{enter_runtime, leave_runtime};
 use super::poll::{self, wake_netpoller};
 use super::timers::run_due;
-use crate::runtime::proc::m::{set_current_g, M};
+use crate::runtime::proc::m::{lockedm, set_current_g, M};
 use crate::runtime::proc::p::{bump, gfput, PState, PStatus, Unwatched, P};
 use crate::runtime::proc::pollspin::{network_in_use, PollSpin};
 use crate::runtime::proc::state::{net_waiters, sched, Sched};
@@ -98,7 +98,7 @@ pub(crate) fn run(m: &'static M) {
             reset_spinning(m);
         }
         watch_timers(m);
-        if let Some(locked) = g.lockedm() {
+        if let Some(locked) = lockedm(&g) {
             if !std::ptr::eq(locked, m) {
                 // Its own M runs it, on our P; we look for a P again.
                 start_locked_m(m, locked);

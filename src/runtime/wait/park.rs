@@ -33,6 +33,7 @@ use crate::runtime::proc::m::current_g;
 use crate::runtime::proc::state::sched;
 use crate::runtime::proc::timers::Action;
 use crate::runtime::proc::waiter::{Claim, ThreadWaiter, Waiter, TIMED_OUT};
+use crate::runtime::sched::switch::switch_out;
 use crate::runtime::sched::timers::add_timer_parked;
 #[cfg(loom)]
 use crate::runtime::sys::sync_prims::lot;
@@ -193,6 +194,6 @@ fn park_g<U>(g: GRef, reason: WaitReason, unlock: U) {
         data: (&mut *unlock as *mut U).cast(),
     };
     // SAFETY: `g` is the G running this code.
-    unsafe { g.switch_out(Switch::Park(release)) };
+    unsafe { switch_out(&g, Switch::Park(release)) };
     g.set_wait_reason(WaitReason::None);
 }
