@@ -66,6 +66,7 @@ use crate::runtime::proc::timers::Action;
 use crate::runtime::proc::timers::Expire;
 use crate::runtime::proc::waiter::{Claim, Waiter, TIMED_OUT};
 use crate::runtime::sched::poll::ensure_poller;
+#[cfg(not(loom))]
 use crate::runtime::sched::timers::add_timer;
 use crate::runtime::sys::sync_prims::AtomicU64;
 use crate::runtime::task::g::WaitReason;
