@@ -2,21 +2,29 @@
 """Layers of src/runtime/ (runtime/mod.rs has the map): no file names a module
 of a higher layer, nor goro's user-facing modules above the runtime (chan, sync,
 time, net, spawn.rs, ...), and files import each other in a circle only inside
-the scheduling core (sched/). A file's layer is its folder under src/runtime/;
+the scheduler (sched/) and its records (proc/), each circle of at most
+CIRCLES' number of files. A file's layer is its folder under src/runtime/;
 files directly in src/runtime/ are the root (public face, start-up), which may
-name every layer. Every `crate::`/`super::` path in code counts, in `use` lines
-and inline; comments and strings do not. Items under #[cfg(test)] are not
-checked: tests may use the public API. Exit status 1 and one line per problem
-if any.
+name every layer. Above the runtime,
+goro's other files reach it only through `runtime::wait`, `runtime::exports`,
+`runtime::netpoll` and the public items of `runtime/mod.rs`. Every
+`crate::`/`super::` path in code counts, in `use` lines and inline; comments
+and strings do not. Items under #[cfg(test)] are not checked: tests may use the
+public API. Exit status 1 and one line per problem if any; else one line with
+the two circles.
 
-Usage: python3 .ci/layers.py (from anywhere; it reads the repository's src/)."""
+Usage: python3 .ci/layers.py [--circles]   (from anywhere; it reads the
+repository's src/). --circles also prints each circle's files and the import
+edges inside it, with the names each edge takes."""
 import os, re, sys
 
-LAYERS = ["sys", "task", "queue", "sched", "wait", "netpoll", "monitor"]  # bottom to top
-CORE = "sched"
-ALLOW = {  # (file, target prefix): why
-    ("src/runtime/sched/state.rs", "runtime::boot"): "lazy start: the first sched() runs boot::start",
-}
+LAYERS = ["sys", "task", "queue", "proc", "sched", "wait", "netpoll", "monitor"]  # bottom to top
+# The folders whose files may import each other in a circle, and the most files
+# it may hold: sched/'s is the recursion the scheduler has (readying wakes Ms,
+# parking and waking Ms hands Ps on and polls, the poll readies); proc/'s, the
+# records that name each other (Sched its Ms and Ps, a P its M, an M its P).
+CIRCLES = {"sched": 4, "proc": 7}
+GATES = {"wait", "exports", "netpoll", "trace"}  # the runtime's modules open to the crate above it
 RANK = {name: i for i, name in enumerate(LAYERS)}
 ROOT, USER = len(LAYERS), len(LAYERS) + 1
 CFG_TEST = re.compile(r"#\[cfg\((?:all\()?\s*test\b")
@@ -147,32 +155,61 @@ def circles(graph):  # strongly connected components of more than one file (Tarj
     return out
 
 
+def runtime_modules(files):
+    """The modules directly under src/runtime/ (files and folders), by name."""
+    return {f[len("src/runtime/"):].split("/")[0].removesuffix(".rs") for f in files
+            if f.startswith("src/runtime/")} - {"mod"}
+
+
 def main():
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     files = {os.path.join(d, n) for d, _, ns in os.walk("src") for n in ns if n.endswith(".rs")}
-    errors, graph = [], {}
-    for rel in sorted(f for f in files if f.startswith("src/runtime/")):
+    closed = runtime_modules(files) - GATES
+    errors, graph, names = [], {}, {}
+    for rel in sorted(files):
         module = module_of(rel)
-        if len(module) > 2 and module[1] not in RANK:
+        inside = rel.startswith("src/runtime/")
+        if inside and len(module) > 2 and module[1] not in RANK:
             errors.append((rel, 0, f"{rel}: runtime/{module[1]}/ is not a layer ({', '.join(LAYERS)})"))
         for line, nest, path in references(open(rel, encoding="utf-8").read()):
             segs = absolute(module + nest, path)
-            if any(rel == f and "::".join(segs).startswith(p) for f, p in ALLOW):
+            if not inside:
+                if len(segs) > 1 and segs[0] == "runtime" and segs[1] in closed:
+                    errors.append((rel, line, f"{rel}:{line}: {path} reaches into runtime::{segs[1]} "
+                                   f"(above the runtime: only runtime::{{{', '.join(sorted(GATES))}}} and its public items)"))
                 continue
             target = file_of(segs, files)
             if target and target != rel:
                 graph.setdefault(rel, set()).add(target)
+                names.setdefault((rel, target), set()).add(segs[-1])
             if rank(segs) > rank(module):
                 where = "runtime::" + segs[1] if rank(segs) < USER else "crate::" + (segs or ["?"])[0]
                 errors.append((rel, line, f"{rel}:{line}: {path} reaches up into {where}"))
     problems = [text for _, _, text in sorted(errors)]
+    sizes = {}
     for comp in circles(graph):
-        if {module_of(f)[1] if len(module_of(f)) > 2 else "root" for f in comp} != {CORE}:
-            problems.append("import circle outside %s/: %s" % (CORE, " -> ".join(comp)))
+        folders = {module_of(f)[1] if len(module_of(f)) > 2 else "root" for f in comp}
+        folder = folders.pop() if len(folders) == 1 else None
+        if folder not in CIRCLES:
+            problems.append("import circle outside %s: %s" % (", ".join(f + "/" for f in CIRCLES), " -> ".join(comp)))
+        elif len(comp) > CIRCLES[folder]:
+            problems.append("the %s/ circle has %d files, more than %d: %s" % (folder, len(comp), CIRCLES[folder], ", ".join(comp)))
+        else:
+            sizes[folder] = comp
+        if "--circles" in sys.argv:
+            inner = sorted((a, b) for a, b in names if a in comp and b in comp)
+            print("circle of %d files, %d import edges:" % (len(comp), len(inner)))
+            for a, b in inner:
+                print("  %s -> %s: %s" % (a[len("src/runtime/"):], b[len("src/runtime/"):], ", ".join(sorted(names[a, b]))))
     if problems:
         print("\n".join(problems))
         print("layers: %d problem(s); bottom to top: %s, root, user-facing" % (len(problems), ", ".join(LAYERS)), file=sys.stderr)
-    return 1 if problems else 0
+        return 1
+    print("layers: ok; " + "; ".join("the %s/ circle: %d files (at most %d)%s" % (
+        folder, len(sizes.get(folder, [])), limit,
+        ": " + ", ".join(os.path.basename(f) for f in sizes[folder]) if folder in sizes else "")
+        for folder, limit in CIRCLES.items()))
+    return 0
 
 
 if __name__ == "__main__":

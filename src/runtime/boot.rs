@@ -1,12 +1,13 @@
 //! Start-up: the one file that names every layer. The runtime starts on first
-//! use (`sched::state::sched`, the one call that goes up the layers to here) or
-//! from [`Config::init`]; exactly one caller makes it, the others find it made.
+//! use (`proc::state::started`, from an entry point, links to
+//! [`start_default`] by name) or from [`Config::init`]; exactly one caller
+//! makes it, the others find it made.
 
 use super::monitor::{deadlock, panics, signal, sysmon};
 use super::netpoll;
-use super::sched::config::{AlreadyStarted, Config, Godebug};
-use super::sched::ownership;
-use super::sched::state::{init_once, Hooks, Sched};
+use super::proc::config::{AlreadyStarted, Config, Godebug};
+use super::proc::state::{init_once, Hooks, Sched};
+use super::sched::{ownership, schedule};
 use super::sys::altstack;
 use super::sys::epoll::Poller;
 use super::sys::fatal;
@@ -28,6 +29,7 @@ pub(crate) fn start(config: Config) -> bool {
         });
         let hooks = Hooks {
             net_events: netpoll::on_events,
+            m_main: schedule::run,
         };
         Sched::new(config, godebug, poller, hooks)
     });
@@ -38,6 +40,13 @@ pub(crate) fn start(config: Config) -> bool {
         super::trace::start_from_env();
     }
     ours
+}
+
+/// Starts the runtime with the default configuration unless it runs: what
+/// `proc::state::started` calls, by this symbol's name, on the first use.
+#[export_name = "goro_runtime_start_default"]
+fn start_default() {
+    start(Config::new());
 }
 
 impl Config {

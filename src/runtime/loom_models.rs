@@ -16,9 +16,9 @@
 //! on the M's side, `take` on sysmon's or a stop-the-world's), with both barriers
 //! as `SeqCst` fences (the fallback when `membarrier` is unavailable).
 
+use super::proc::timers::NO_TIMER;
 use super::queue::idle::Idle;
 use super::queue::runq::{RunQueue, RING_CAP};
-use super::sched::timers::NO_TIMER;
 use super::sys::note::Note;
 use loom::sync::atomic::{fence, AtomicBool, Ordering};
 use loom::sync::{Arc, Mutex};
@@ -420,8 +420,8 @@ fn loom_timer_added_to_a_handed_off_p_is_watched() {
 }
 
 /// A P state word held by a pretend M at address 8 (Ms are 8-aligned).
-fn held() -> super::sched::p::PState {
-    super::sched::p::PState(8 | super::sched::p::PStatus::Running as usize)
+fn held() -> super::proc::p::PState {
+    super::proc::p::PState(8 | super::proc::p::PStatus::Running as usize)
 }
 
 /// An M leaves the runtime to run its G, then enters again (and touches its P if
@@ -430,8 +430,8 @@ fn held() -> super::sched::p::PState {
 /// that lost its P knows it, and the taker's verdict is what the M sees next.
 #[test]
 fn loom_retake_handshake_never_shares_the_p() {
+    use super::proc::p::{PState, PStatus};
     use super::sched::ownership::{enter, leave, still_held, take};
-    use super::sched::p::{PState, PStatus};
     use super::sys::sync_prims::{AtomicU32, AtomicUsize};
     use loom::cell::UnsafeCell;
     loom::model(|| {
@@ -472,8 +472,8 @@ fn loom_retake_handshake_never_shares_the_p() {
 /// tries to take it: the taker must not commit a P the M already released.
 #[test]
 fn loom_retake_loses_to_the_ms_own_transition() {
+    use super::proc::p::{PState, PStatus};
     use super::sched::ownership::{leave, take};
-    use super::sched::p::{PState, PStatus};
     use super::sys::sync_prims::{AtomicU32, AtomicUsize};
     loom::model(|| {
         let state = Arc::new(AtomicUsize::new(held().0));

@@ -35,9 +35,10 @@
 // # Where things are
 //
 // The runtime is in layers, bottom to top; a file names only its own layer
-// and those below it (`.ci/layers.py` checks this), and only the scheduling
-// core's files import each other in a circle. The files directly here are the
-// root: this public face, `boot.rs`, `trace.rs` and `loom_models.rs`.
+// and those below it (`.ci/layers.py` checks this, with no exception). Only
+// the scheduler's protocols (sched/) and its records (proc/) have files that
+// import each other in a circle, each bounded. The files directly here are
+// the root: this public face, `boot.rs`, `trace.rs` and `loom_models.rs`.
 //
 // sys/     knows nothing of G, M or P
 //   altstack.rs      each M's alternate signal stack, and the main thread's
@@ -68,28 +69,31 @@
 //   globrunq.rs      the global run queue
 //   idle.rs          idle Ps, idle Ms, the spinning count
 //   runq.rs          a P's ring and `runnext`
-// sched/   the G/M/P protocol: the scheduling core, recursive by nature
+// proc/    the scheduler's records (Go's runtime2.go), naming nothing of sched/
 //   config.rs        Config, GOMAXPROCS and GODEBUG from the environment
 //   handover.rs      an M that ran long yields its core once before polling
+//   m.rs             the M (an OS thread), its thread's start, the current M/G/P accessors
+//   observers.rs     what the scheduler shares with sysmon and the deadlock reporter
+//   p.rs             the P: its queue, timers, counters, free lists
+//   pollspin.rs      an M that runs dry while Gs wait on the network spins a little
+//   state.rs         Sched, the global state; sched(), and started() for entry points
+//   timers.rs        a P's timer heap and what a timer does
+//   tracing.rs       the execution trace's switch and event sites
+//   waiter.rs        Waiter and Claim: what a wait leaves for its waker
+// sched/   the G/M/P protocol; its circle: mpark, ownership, poll, ready
 //   lockosthread.rs  lock_os_thread: a G wired to its M
-//   m.rs             the M (an OS thread) and the current M/G/P accessors
 //   mpark.rs         waking and parking Ms: wakep, start_m, stop_m, hand_off_p
 //   newproc.rs       making a G, running its task block, its result to the joiner
-//   observers.rs     what the core shares with sysmon and the deadlock reporter
 //   ownership.rs     who holds a P; taking it from a busy M (retake, stop-the-world)
-//   p.rs             the P: its queue, timers, counters, free lists
 //   poll.rs          the scheduler's side of the poller: when to poll, readying
-//   pollspin.rs      an M that runs dry while Gs wait on the network spins a little
 //   preempt.rs       the cooperative half of preemption: yield at the next goro call
 //   procresize.rs    set_gomaxprocs under a stop-the-world
-//   ready.rs         the waking half of parking: Waiter, Claim, ready
+//   ready.rs         the waking half of parking: Waiter::wake, ready
 //   schedule.rs      the loop every M runs: find a G, run it, handle its switch
-//   state.rs         Sched, the global state; sched() starts it on first use
 //   switch.rs        a G switching out to its M's loop; yield_now
 //   syscall.rs       goro::blocking, on ownership.rs's enter/exit_syscall
 //   template.rs      the template thread that starts wired Ms' threads
-//   timers.rs        a P's timer heap
-//   tracing.rs       the execution trace's event sites
+//   timers.rs        arming timers, running the due ones
 // wait/    the one wait contract chan, sync, time and net build on (mod.rs)
 //   guarded.rs       state under a RawMutex and blocking in its wait queue
 //   park.rs          parking a G or a thread (the protocol, with ready.rs)
@@ -109,16 +113,21 @@
 //   stats.rs         stats(): the scheduler's counters
 //   sysmon.rs        sysmon: retakes, preemption, netpoll, timers, idle Ms
 //   trace_json.rs    the execution trace's events as Chrome Trace Event JSON
-// boot.rs            start-up: wires the layers (handlers, poller, reporter, sysmon, GORO_TRACE)
+// boot.rs            start-up: wires the layers (handlers, poller, the Ms' loop, reporter, sysmon, GORO_TRACE)
 // loom_models.rs     loom models of the queues, parking and ownership protocols
 // trace.rs           goro::runtime::trace: start, stop, GORO_TRACE, the writer thread
+//
+// The runtime starts on first use: the entry points (a spawn, a deadline or
+// timer, a socket's registration, a plain thread's wait, a dump, stats,
+// gomaxprocs, a trace) call `proc::state::started`, which runs boot.rs's start
+// through a linked symbol the first time; below them, `sched()` assumes it.
 //
 // # One G from `go!` to its exit
 //
 // src/spawn.rs (`go!`, Builder's checks) → sched/newproc.rs (`newproc`: a
-// header from sched/p.rs `gfget`, the task block, task/g.rs `G::init`, the
+// header from proc/p.rs `gfget`, the task block, task/g.rs `G::init`, the
 // P's `runnext` in queue/runq.rs) → sched/mpark.rs (`wakep`: an idle M's
-// note, or a new thread from sched/m.rs) → sched/schedule.rs (`run`,
+// note, or a new thread from proc/m.rs) → sched/schedule.rs (`run`,
 // `find_runnable`, `execute`: a stack from task/stack_pool.rs, `G::resume`)
 // → sched/newproc.rs (`Task::run`: the body) → a wait: wait/waitq.rs, wait/park.rs
 // (`Parker::park`) → sched/switch.rs (`switch_out`) → back in `execute`,
@@ -126,13 +135,14 @@
 // `ready` into its P's `runnext`) → `execute` again → the body returns:
 // sched/newproc.rs (`JoinSlot::complete` wakes the joiner) → `execute` puts
 // the stack in its P's cache → schedule.rs `exit_g` (`G::finish`; the header
-// back through sched/p.rs `gfput`).
+// back through proc/p.rs `gfput`).
 
 mod boot;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod monitor;
 pub(crate) mod netpoll;
+mod proc;
 mod queue;
 mod sched;
 mod sys;
@@ -145,9 +155,9 @@ pub(crate) mod wait;
 /// ids and locals, and the public functions `lib.rs` re-exports. Nothing else
 /// of the runtime is visible outside `runtime/`.
 pub(crate) mod exports {
+    pub use super::proc::m::current;
+    pub(crate) use super::proc::m::current_map;
     pub use super::queue::runq::{RunQueue, RING_CAP};
-    pub use super::sched::m::current;
-    pub(crate) use super::sched::m::current_map;
     pub(crate) use super::sched::newproc::{newproc, JoinSlot, Origin};
     pub use super::sched::switch::yield_now;
     pub use super::sched::syscall::blocking;
@@ -159,7 +169,7 @@ pub(crate) mod exports {
 
 pub use monitor::dump::{goroutines, write_goroutines, GoState, GoroutineInfo};
 pub use monitor::stats::{ProcStats, Stats};
-pub use sched::config::{AlreadyStarted, Config};
+pub use proc::config::{AlreadyStarted, Config};
 pub use sched::lockosthread::{lock_os_thread, unlock_os_thread};
 pub use sched::procresize::set_gomaxprocs;
 pub use task::g::WaitReason;
@@ -176,7 +186,7 @@ pub use task::g::WaitReason;
 /// assert_eq!(goro::runtime::stats().procs.len(), n);
 /// ```
 pub fn gomaxprocs() -> usize {
-    sched::state::sched().gomaxprocs()
+    proc::state::started().gomaxprocs()
 }
 
 /// The number of live goroutines (Go's `runtime.NumGoroutine`).
@@ -199,7 +209,7 @@ pub fn gomaxprocs() -> usize {
 /// assert_eq!(goro::runtime::num_goroutine(), 0);
 /// ```
 pub fn num_goroutine() -> usize {
-    monitor::stats::collect(sched::state::sched()).live as usize
+    monitor::stats::collect(proc::state::started()).live as usize
 }
 
 /// A snapshot of the scheduler's counters: goroutines spawned and finished, steals,
@@ -217,5 +227,5 @@ pub fn num_goroutine() -> usize {
 /// assert_eq!(s.procs.len(), goro::runtime::gomaxprocs());
 /// ```
 pub fn stats() -> Stats {
-    monitor::stats::collect(sched::state::sched())
+    monitor::stats::collect(proc::state::started())
 }

@@ -29,7 +29,7 @@
 //! `GODEBUG=deadlock=0` turns the check off.
 //!
 //! # Who triggers the check
-//! [`poke`](crate::runtime::sched::observers::poke) runs when the last P goes
+//! [`poke`](crate::runtime::proc::observers::poke) runs when the last P goes
 //! idle (its M parks, or sleeps in the poller on timers alone, which may all be
 //! stopped, abandoned or on channels nobody waits on) and when a plain thread
 //! starts an untimed goro wait: the events after which the conditions can
@@ -44,8 +44,8 @@
 //! 100 ms, doubling to 1 s, for as long as nothing else changes: such a thread
 //! may exit without any event goro would see.
 
-use crate::runtime::sched::observers::{self, send, EVENT_CHECK, EVENT_SIGQUIT};
-use crate::runtime::sched::state::Sched;
+use crate::runtime::proc::observers::{self, send, EVENT_CHECK, EVENT_SIGQUIT};
+use crate::runtime::proc::state::Sched;
 use crate::runtime::sys::fatal::die;
 use crate::runtime::sys::os_threads;
 use crate::runtime::task::g::{Status, WaitReason};
@@ -202,7 +202,9 @@ enum Look {
 /// idle moment of a program whose other threads keep it from ever reporting.
 fn look(s: &Sched) -> Look {
     let before = thread_waits::generation();
-    if (s.idle.npidle() as usize) < s.gomaxprocs() || !s.global.is_empty() || crate::runtime::sched::poll::waiters() > 0
+    if (s.idle.npidle() as usize) < s.gomaxprocs()
+        || !s.global.is_empty()
+        || crate::runtime::proc::state::net_waiters() > 0
     {
         return Look::Alive;
     }

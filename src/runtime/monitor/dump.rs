@@ -10,7 +10,8 @@
 //! resolved on the dump's thread, which has a large stack, so any goroutine may
 //! ask for a dump.
 
-use crate::runtime::sched::m::current;
+use crate::runtime::proc::m::current;
+use crate::runtime::proc::state::started;
 use crate::runtime::sched::syscall::blocking;
 use crate::runtime::sys::frames::{self, Captured, Keep};
 use crate::runtime::task::creators;
@@ -181,6 +182,7 @@ impl fmt::Display for GoroutineInfo {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn goroutines() -> Vec<GoroutineInfo> {
+    started();
     let caller = current();
     on_dump_thread(move || collect_goroutines(caller))
 }
@@ -198,6 +200,7 @@ pub fn goroutines() -> Vec<GoroutineInfo> {
 /// # Errors
 /// Those of `w`.
 pub fn write_goroutines<W: io::Write + ?Sized>(w: &mut W) -> io::Result<()> {
+    started();
     w.write_all(dump_text().as_bytes())
 }
 
@@ -254,7 +257,7 @@ fn on_dump_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// Every live G; `caller`, the G asking (inside the `blocking` call the
 /// collection runs in), shows as running, as in Go.
 fn collect_goroutines(caller: Option<GoId>) -> Vec<GoroutineInfo> {
-    let now_ms = crate::runtime::sched::state::sched().nanotime() / 1_000_000;
+    let now_ms = crate::runtime::proc::state::sched().nanotime() / 1_000_000;
     let mut out: Vec<GoroutineInfo> = crate::runtime::task::g::all_gs()
         .into_iter()
         .filter_map(|g| {

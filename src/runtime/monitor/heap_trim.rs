@@ -57,7 +57,7 @@
 //! RMW, `SeqCst`), so the count read includes every G that ran before the P
 //! idled, and the last G's work is never mistaken for none.
 
-use crate::runtime::sched::state::Sched;
+use crate::runtime::proc::state::Sched;
 use std::sync::atomic::Ordering;
 
 /// The process counts as idle after every P has been idle, with no G run, this

@@ -1,6 +1,6 @@
 //! The observers: sysmon's duties, the deadlock report, the goroutine dump,
 //! schedtrace, stats, panic and stack-overflow reports. Nothing below calls
-//! them; the core reaches sysmon and the reporter through `sched/observers.rs`.
+//! them; the core reaches sysmon and the reporter through `proc/observers.rs`.
 //! `runtime/mod.rs` maps it.
 
 pub(in crate::runtime) mod deadlock;

@@ -18,7 +18,7 @@
 //! panics outside Gs go to it unchanged. A hook installed later by the program
 //! replaces ours (and then sees G panics too; `goro::current()` says which G).
 
-use crate::runtime::sched::m::{current_g, current_m};
+use crate::runtime::proc::m::{current_g, current_m};
 use crate::runtime::sys::frames::{self, Keep};
 use crate::runtime::task::g::GRef;
 use std::panic::{self, PanicHookInfo};

@@ -5,7 +5,7 @@
 //! Rendering only reads atomics and short-held locks, so the numbers are a racy
 //! snapshot, as Go's are.
 
-use crate::runtime::sched::state::Sched;
+use crate::runtime::proc::state::Sched;
 use crate::runtime::task::g::Status;
 use std::fmt::Write as _;
 
@@ -84,7 +84,10 @@ pub(crate) fn render(s: &Sched) -> String {
     }
     let mut gs: Vec<_> = crate::runtime::task::g::all_gs()
         .into_iter()
-        .filter_map(|g| g.snapshot().map(|snap| (snap, g.lockedm().map_or(-1, |m| m.id()))))
+        .filter_map(|g| {
+            g.snapshot()
+                .map(|snap| (snap, crate::runtime::proc::m::lockedm(&g).map_or(-1, |m| m.id())))
+        })
         .collect();
     gs.sort_by_key(|(snap, _)| snap.id);
     for (snap, lockedm) in gs {

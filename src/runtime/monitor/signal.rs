@@ -14,7 +14,7 @@
 //! Everything the handler does is async-signal-safe: TLS and plain memory reads,
 //! `write(2)`, `sigaction(2)`, `abort(3)`.
 
-use crate::runtime::sched::m::{current_m_here, CURRENT_G};
+use crate::runtime::proc::m::{current_m_here, CURRENT_G};
 use crate::runtime::sys::decimal;
 use crate::runtime::task::g::G;
 use std::sync::OnceLock;

@@ -5,7 +5,7 @@
 //! `completed` is read before `spawned` so `live` never comes out negative from a
 //! G that was counted as finished but not yet as spawned.
 
-use crate::runtime::sched::state::Sched;
+use crate::runtime::proc::state::Sched;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// A snapshot of the runtime's counters, returned by [`stats`](fn@crate::runtime::stats).

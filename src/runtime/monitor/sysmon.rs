@@ -48,7 +48,7 @@
 //! that up to 10 ms (Go's pacing); a retake resets it, and a G entering a
 //! blocking call wakes it from a long sleep so the hand-off is not 10 ms late.
 //! When every P is idle there is nothing to watch: it sleeps until an M takes a P
-//! ([`SysmonLink::p_acquired`](crate::runtime::sched::observers::SysmonLink::p_acquired)), waking only to retire idle Ms, for a timer
+//! ([`SysmonLink::p_acquired`](crate::runtime::proc::observers::SysmonLink::p_acquired)), waking only to retire idle Ms, for a timer
 //! that no M watches (Go's "deep sleep", which also ends at the next timer),
 //! for the scavenger while free stacks may still hold pages, and once for the
 //! heap trim after Gs ran.
@@ -63,17 +63,17 @@
 //! reads `deep`. One of them sees the other.
 //!
 //! Thread: only the sysmon thread runs [`run`]; the rest of the runtime reaches
-//! it through [`SysmonLink::syscall_entered`](crate::runtime::sched::observers::SysmonLink::syscall_entered).
+//! it through [`SysmonLink::syscall_entered`](crate::runtime::proc::observers::SysmonLink::syscall_entered).
 
 use super::heap_trim::HeapTrim;
+use crate::runtime::proc::observers::{self, MAX_DELAY};
+use crate::runtime::proc::p::{PState, PStatus, P};
+use crate::runtime::proc::state::Sched;
+use crate::runtime::proc::timers::NO_TIMER;
+use crate::runtime::proc::tracing;
 use crate::runtime::sched::mpark::{hand_off_p, wakep};
-use crate::runtime::sched::observers::{self, MAX_DELAY};
 use crate::runtime::sched::ownership::try_take_running;
-use crate::runtime::sched::p::{PState, PStatus, P};
 use crate::runtime::sched::schedule::TIME_SLICE_NS;
-use crate::runtime::sched::state::Sched;
-use crate::runtime::sched::timers::NO_TIMER;
-use crate::runtime::sched::tracing;
 use crate::runtime::sys::trace_buf::Kind;
 use crate::runtime::task::scavenge::Scavenger;
 use std::io::Write as _;
@@ -266,7 +266,7 @@ fn deep_sleep(s: &Sched, timer_due: u64, scavenger: &Scavenger, heap_trim: &mut 
 /// Ms are woken for them. Returns when a poll is next due (`u64::MAX`: none while
 /// nothing changes).
 fn netpoll_if_stale(s: &Sched, now: u64) -> u64 {
-    if crate::runtime::sched::poll::waiters() == 0 {
+    if crate::runtime::proc::state::net_waiters() == 0 {
         return u64::MAX;
     }
     let last = s.lastpoll.load(Ordering::SeqCst);

@@ -59,12 +59,15 @@
 //! stored before the bump, so whoever reads the bumped generation sees it; queues
 //! and `closing` are under the lock.
 
-use crate::runtime::sched::m::current_g;
-use crate::runtime::sched::poll::{self, ensure_poller};
-use crate::runtime::sched::ready::{Claim, Waiter, TIMED_OUT};
-use crate::runtime::sched::timers::Expire;
+use crate::runtime::proc::m::current_g;
+use crate::runtime::proc::state::{add_net_waiter, remove_net_waiter};
 #[cfg(not(loom))]
-use crate::runtime::sched::timers::{add_timer, Action};
+use crate::runtime::proc::timers::Action;
+use crate::runtime::proc::timers::Expire;
+use crate::runtime::proc::waiter::{Claim, Waiter, TIMED_OUT};
+use crate::runtime::sched::poll::ensure_poller;
+#[cfg(not(loom))]
+use crate::runtime::sched::timers::add_timer;
 use crate::runtime::sys::sync_prims::AtomicU64;
 use crate::runtime::task::g::WaitReason;
 use crate::runtime::wait::guarded::{pop_all, pop_all_into, Guarded};
@@ -218,7 +221,7 @@ impl PollDesc {
         if let Some(d) = arm {
             self.armed[i].store(d, Ordering::Relaxed);
         }
-        poll::add_waiter();
+        add_net_waiter();
         if current_g().is_none() && !cfg!(loom) {
             ensure_poller();
         }
@@ -230,7 +233,7 @@ impl PollDesc {
             }
         });
         parker.park(WaitReason::IoWait, unlock);
-        poll::remove_waiter();
+        remove_net_waiter();
         if claim.winner() == TIMED_OUT {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "socket operation timed out"));
         }
@@ -378,7 +381,7 @@ impl PollDesc {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::runtime::sched::state::sched;
+    use crate::runtime::proc::state::sched;
     use std::time::Duration;
 
     /// A sticky condition marks the socket the event was for: an event fetched
@@ -406,7 +409,7 @@ mod tests {
         let pd = PollDesc::get();
         let seen = pd.gen(Dir::Read);
         let waiter = crate::go!(move || pd.wait(Dir::Read, seen, None));
-        while poll::waiters() == 0 {
+        while crate::runtime::proc::state::net_waiters() == 0 {
             crate::yield_now();
         }
         pd.close();

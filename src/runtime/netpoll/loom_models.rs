@@ -8,7 +8,7 @@
 //! park would leave the reader asleep forever: a deadlock loom reports.
 
 use super::desc::{closed_error, Dir, PollDesc};
-use crate::runtime::sched::ready::Waiter;
+use crate::runtime::proc::waiter::Waiter;
 use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;

@@ -10,10 +10,9 @@
 //! the thread in a state no other G should inherit.
 //!
 //! Who touches what: the nesting count lives in the G's own context and the two
-//! links (`G::lockedm`, `M::lockedg`) are written only by the wired G itself.
+//! links (`proc::m::lockedm`, `M::lockedg`) are written only by the wired G itself.
 
-use super::m::{current_g, current_m, M};
-use crate::runtime::task::g::G;
+use crate::runtime::proc::m::{current_g, current_m, set_lockedm};
 
 /// Wires the calling goroutine to its current OS thread (Go's
 /// `runtime.LockOSThread`).
@@ -83,7 +82,7 @@ pub fn lock_os_thread() {
     let ctx = unsafe { g.ctx() };
     ctx.lock_count += 1;
     if ctx.lock_count == 1 {
-        g.set_lockedm(Some(m));
+        set_lockedm(&g, Some(m));
         m.set_lockedg(Some(g));
     }
 }
@@ -121,20 +120,7 @@ pub fn unlock_os_thread() {
     }
     ctx.lock_count -= 1;
     if ctx.lock_count == 0 {
-        g.set_lockedm(None);
+        set_lockedm(&g, None);
         m.set_lockedg(None);
-    }
-}
-
-impl G {
-    /// The M this G is wired to, if any.
-    #[inline]
-    pub(crate) fn lockedm(&self) -> Option<&'static M> {
-        // SAFETY: non-null values are `&'static M` stored by `set_lockedm`.
-        unsafe { self.lockedm_raw().cast::<M>().as_ref() }
-    }
-
-    pub(crate) fn set_lockedm(&self, m: Option<&'static M>) {
-        self.set_lockedm_raw(m.map_or(std::ptr::null(), |m| (m as *const M).cast()));
     }
 }

@@ -29,10 +29,10 @@
 //! Not an M woken for every new G: that is a futex syscall per spawn and a
 //! thundering herd (docs/decisions/0011-wake-on-every-ready.md).
 
-use super::m::{spawn_thread, M};
-use super::state::sched;
-use super::timers::NO_TIMER;
-use super::tracing;
+use crate::runtime::proc::m::{spawn_thread, M};
+use crate::runtime::proc::state::{net_waiters, sched};
+use crate::runtime::proc::timers::NO_TIMER;
+use crate::runtime::proc::tracing;
 use crate::runtime::sys::trace_buf::Kind;
 use std::sync::atomic::{fence, Ordering};
 
@@ -79,7 +79,7 @@ pub(crate) fn start_m(p: usize, spinning: bool) {
         }
         // A wired M's thread may carry state its G set for itself alone: a new
         // thread would be its clone (template.rs).
-        None if super::m::current_m().is_some_and(|m| m.lockedg().is_some()) => {
+        None if crate::runtime::proc::m::current_m().is_some_and(|m| m.lockedg().is_some()) => {
             super::template::spawn_via_template(s.new_m(), p, spinning)
         }
         None => spawn_thread(s.new_m(), p, spinning),
@@ -134,10 +134,7 @@ pub(crate) fn hand_off_p(p: usize) {
     }
     let mut idle = s.idle.lock();
     // The last running P, and nobody blocked in the poller: someone must poll.
-    if s.idle.npidle() as usize + 1 == s.gomaxprocs()
-        && super::poll::waiters() > 0
-        && s.lastpoll.load(Ordering::SeqCst) != 0
-    {
+    if s.idle.npidle() as usize + 1 == s.gomaxprocs() && net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
         drop(idle);
         return start_m(p, false);
     }
@@ -170,7 +167,7 @@ pub(crate) fn stop_locked_m(m: &'static M) -> bool {
     }
     // Its P may have been the last busy one (the deadlock check's trigger, as
     // when an M idles in the scheduling loop).
-    super::observers::poke();
+    crate::runtime::proc::observers::poke();
     sleep_for_p(m)
 }
 

@@ -3,7 +3,7 @@
 //!
 //! A spawn makes one heap block, a [`Task`]: the closure and the join slot, behind
 //! a type-erased header (`task/block.rs`). It takes a free G header from the pool
-//! (`sched/p.rs`, `gfget`), points it at the task, and puts the G in the current P's
+//! (`proc/p.rs`, `gfget`), points it at the task, and puts the G in the current P's
 //! `runnext`, or in the global queue when called from a plain thread. No stack is
 //! touched until the G first runs.
 //!
@@ -14,12 +14,12 @@
 //! The block's end wakes the joiner, a scheduler act: hence this file is in
 //! `sched/`, not `task/`.
 
-use super::m::{current_g, current_m, current_map};
 use super::mpark::wakep;
 use super::ownership::with_p;
-use super::p::{bump, gfget, P};
-use super::ready::Waiter;
-use super::state::sched;
+use crate::runtime::proc::m::{current_g, current_m, current_map};
+use crate::runtime::proc::p::{bump, gfget, P};
+use crate::runtime::proc::state::{sched, started};
+use crate::runtime::proc::waiter::Waiter;
 use crate::runtime::task::block::{TaskHeader, TaskRef, TaskVtable};
 use crate::runtime::task::g::{GRef, GoId, Spawn};
 use crate::runtime::task::locals::destroy;
@@ -63,7 +63,7 @@ where
     T: Send + 'static,
 {
     super::preempt::check();
-    let s = sched();
+    let s = started();
     let stack_size = stack_size.map_or(s.config.stack_size, round_size);
     let spawn = Spawn {
         name: name.map(String::into_boxed_str),
@@ -87,9 +87,9 @@ where
         let g = gfget(p);
         // SAFETY: gfget hands us the header exclusively.
         unsafe { g.init(id, spawn, task) };
-        if super::tracing::on() {
+        if crate::runtime::proc::tracing::on() {
             // SAFETY: `init` wrote the name and no other thread has the G yet.
-            super::tracing::created(g, unsafe { g.name() });
+            crate::runtime::proc::tracing::created(g, unsafe { g.name() });
         }
         queue_new(p, g);
         (id, task)

@@ -43,10 +43,10 @@
 //! new holder sees what the old one wrote; `depth` is stored with `Release` on the
 //! way out and read by the taker with `Acquire`.
 
-use super::m::{current_m, set_current_g, M};
 use super::mpark::idle_p_unless_stopping;
-use super::p::{PState, PStatus, P};
-use super::state::sched;
+use crate::runtime::proc::m::{current_m, set_current_g, M};
+use crate::runtime::proc::p::{PState, PStatus, P};
+use crate::runtime::proc::state::sched;
 use crate::runtime::sys::sync_prims::{fence, spin_yield, AtomicU32, AtomicUsize, Ordering};
 use crate::runtime::task::g::{GRef, Status, Switch};
 #[cfg(not(loom))]
@@ -221,7 +221,7 @@ pub(crate) fn take(
 #[inline(never)]
 pub(crate) fn enter_syscall(m: &'static M, g: GRef) {
     if let Some(p) = enter_runtime(m) {
-        super::p::bump(&p.syscalltick, 1);
+        crate::runtime::proc::p::bump(&p.syscalltick, 1);
         m.set_oldp(Some(p));
         m.drop_p();
         p.set_state(PState::new(Some(m), PStatus::Syscall));
@@ -244,7 +244,7 @@ pub(crate) fn exit_syscall(m: &'static M, g: GRef) -> bool {
         // No P: the G goes to the global queue from the scheduler side (its M then
         // has no P and stops), and continues wherever an M picks it up.
         // SAFETY: `g` is the G running this code.
-        unsafe { g.switch_out(Switch::Yield) };
+        unsafe { super::switch::switch_out(&g, Switch::Yield) };
     }
     got
 }

@@ -3,39 +3,21 @@
 //! polls while a G or a thread waits on a socket or a timer is due.
 //!
 //! The poll descriptors that Gs park on are `netpoll/`, a layer above: they
-//! count their waiters here ([`waiters`]), and the core reads their events
-//! through the handler they give it at start-up ([`Hooks::net_events`](super::state::Hooks::net_events)), once
-//! per poll. An M polls without blocking in its search while [`waiters`] is
+//! count their waiters in the records (`state::net_waiters`), and the core reads their events
+//! through the handler they give it at start-up (`Hooks::net_events`), once
+//! per poll. An M polls without blocking in its search while `net_waiters` is
 //! non-zero, or blocks in the poller when it runs out of work (exactly one M at
 //! a time: the one that swapped `Sched::lastpoll` to 0).
 
 use super::mpark::wakep;
-use super::ready::{ready_batch, Waiter};
-use super::state::{sched, Sched};
+use super::ready::ready_batch;
+use crate::runtime::proc::state::{sched, Sched};
+use crate::runtime::proc::tracing;
+use crate::runtime::proc::waiter::Waiter;
 use crate::runtime::sys::epoll;
 use crate::runtime::sys::trace_buf::Kind;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-/// Gs (and threads) parked on any poll descriptor: the scheduler polls the
-/// network only while this is non-zero.
-static WAITERS: AtomicU32 = AtomicU32::new(0);
-
-/// Gs (and threads) parked on the network now.
-pub(crate) fn waiters() -> u32 {
-    WAITERS.load(Ordering::SeqCst)
-}
-
-/// A G or thread is about to park on a poll descriptor (counted before it
-/// parks, under the descriptor's lock).
-pub(crate) fn add_waiter() {
-    WAITERS.fetch_add(1, Ordering::SeqCst);
-}
-
-/// A G or thread is back from its park on a poll descriptor.
-pub(crate) fn remove_waiter() {
-    WAITERS.fetch_sub(1, Ordering::SeqCst);
-}
 
 /// Polls the network with `timeout` and readies the Gs waiting on what became
 /// ready (onto this M's P, or the global queue without one). Returns whether it
@@ -48,7 +30,7 @@ pub(crate) fn netpoll(s: &Sched, timeout: Option<Duration>) -> bool {
 
 /// Polls the network with `timeout` and collects in `woken` the Gs (or
 /// threads) waiting on the sockets that became ready; the caller wakes them.
-/// The descriptors' own handler ([`Hooks::net_events`](super::state::Hooks::net_events)) reads the events.
+/// The descriptors' own handler (`Hooks::net_events`) reads the events.
 pub(super) fn poll(s: &Sched, timeout: Option<Duration>, woken: &mut Vec<Waiter>) {
     let mut events = epoll::events();
     let ready = s.poller.poll(timeout, &mut events);
@@ -64,8 +46,8 @@ pub(super) fn ready_polled(s: &Sched, woken: Vec<Waiter>) -> bool {
         .netpoll_ready
         .fetch_add(woken.len() as u64, Ordering::Relaxed);
     let any = !woken.is_empty();
-    if any && super::tracing::on() {
-        super::tracing::emit(Kind::Netpoll, 0, woken.len() as u64, 0);
+    if any && tracing::on() {
+        tracing::emit(Kind::Netpoll, 0, woken.len() as u64, 0);
     }
     let mut gs = Vec::with_capacity(woken.len());
     for w in woken {

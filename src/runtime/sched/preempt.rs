@@ -5,7 +5,7 @@
 //! is cleared each time the M resumes a G. A G that makes no such call is dealt
 //! with by sysmon's retake of its P (`sysmon.rs`).
 
-use super::m::{current_g, current_m};
+use crate::runtime::proc::m::{current_g, current_m};
 use std::sync::atomic::Ordering;
 
 /// Yields the running G if sysmon asked it to. Small enough to inline into
@@ -15,8 +15,8 @@ pub(crate) fn check() {
     if let Some(m) = current_m() {
         if m.preempt.load(Ordering::Relaxed) && current_g().is_some() {
             m.preempt.store(false, Ordering::Relaxed);
-            if super::tracing::on() {
-                super::tracing::preempting(m);
+            if crate::runtime::proc::tracing::on() {
+                crate::runtime::proc::tracing::preempting(m);
             }
             preempted();
         }

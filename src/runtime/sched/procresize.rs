@@ -22,14 +22,14 @@
 //!
 //! Only one stop-the-world runs at a time (`Sched::stw`).
 
-use super::config::MAX_PROCS;
-use super::m::{current_m, M};
 use super::mpark::{start_m, wakep};
 use super::ownership::{enter_runtime, leave_runtime, try_take_running};
-use super::p::{gfree_drain, PState, PStatus, P};
 use super::poll::wake_netpoller;
-use super::state::{sched, Sched};
-use super::timers::{DeadTimers, NO_TIMER};
+use crate::runtime::proc::config::MAX_PROCS;
+use crate::runtime::proc::m::{current_m, M};
+use crate::runtime::proc::p::{gfree_drain, PState, PStatus, P};
+use crate::runtime::proc::state::{started, Sched};
+use crate::runtime::proc::timers::{DeadTimers, NO_TIMER};
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
@@ -58,7 +58,7 @@ use std::time::Duration;
 /// assert_eq!(set_gomaxprocs(old), 1);
 /// ```
 pub fn set_gomaxprocs(n: usize) -> usize {
-    let s = sched();
+    let s = started();
     if n == 0 {
         return s.gomaxprocs();
     }

@@ -12,13 +12,13 @@
 //! 3. `runnext`, then the local ring;
 //! 4. a batch from the global queue;
 //! 5. the poller, without blocking, if any G waits on it; before that, an M that
-//!    has run for a while may hand its core over once ([`super::handover`]);
+//!    has run for a while may hand its core over once ([`crate::runtime::proc::handover`]);
 //! 6. stealing — if this M may spin (at most half the busy Ps have a spinning M):
 //!    four rounds over the other Ps in a random order (random start, coprime
 //!    stride), taking half a victim's ring; the last round also runs victims' due
 //!    timers and may take their `runnext`;
 //! 7. nothing: while Gs wait on the network, yield the thread and search again,
-//!    for up to the M's poll-spin budget ([`super::pollspin`]); then idle the P
+//!    for up to the M's poll-spin budget ([`crate::runtime::proc::pollspin`]); then idle the P
 //!    and re-check (see [`super::mpark`] for why that order), and either block in
 //!    the poller until the next timer, or park the M.
 //!
@@ -37,18 +37,19 @@
 //! and the next G taken from `runnext` goes to the global queue instead, as a G
 //! preempted by Go's sysmon does.
 
-use super::m::{set_current_g, M};
 use super::mpark::{
     become_spinning, drop_spinning, hand_off_p, idle_p_unless_stopping, reset_spinning, start_locked_m, stop_locked_m,
     stop_m, wakep, wakep_global,
 };
 use super::ownership::{enter_runtime, leave_runtime};
-use super::p::{bump, gfput, PState, PStatus, Unwatched, P};
 use super::poll::{self, wake_netpoller};
-use super::pollspin::{network_in_use, PollSpin};
-use super::state::{sched, Sched};
-use super::timers::NO_TIMER;
-use super::tracing;
+use super::timers::run_due;
+use crate::runtime::proc::m::{lockedm, set_current_g, M};
+use crate::runtime::proc::p::{bump, gfput, PState, PStatus, Unwatched, P};
+use crate::runtime::proc::pollspin::{network_in_use, PollSpin};
+use crate::runtime::proc::state::{net_waiters, sched, Sched};
+use crate::runtime::proc::timers::NO_TIMER;
+use crate::runtime::proc::tracing;
 use crate::runtime::queue::runq::RING_CAP;
 use crate::runtime::sys::sync_prims::{nap, spin_yield};
 use crate::runtime::sys::trace_buf::{Kind, Stop};
@@ -97,7 +98,7 @@ pub(crate) fn run(m: &'static M) {
             reset_spinning(m);
         }
         watch_timers(m);
-        if let Some(locked) = g.lockedm() {
+        if let Some(locked) = lockedm(&g) {
             if !std::ptr::eq(locked, m) {
                 // Its own M runs it, on our P; we look for a P again.
                 start_locked_m(m, locked);
@@ -138,7 +139,10 @@ fn watch_timers(m: &M) {
         Unwatched::Every => {
             let s = sched();
             let when = earliest_timer(s);
-            if when > s.nanotime().saturating_add(super::observers::MAX_DELAY_NS) {
+            if when
+                > s.nanotime()
+                    .saturating_add(crate::runtime::proc::observers::MAX_DELAY_NS)
+            {
                 return;
             }
             when
@@ -303,10 +307,12 @@ fn find_runnable(m: &'static M) -> Option<(GRef, bool)> {
     found
 }
 
-/// [`find_runnable`]'s search; `spin` is its poll-spin ([`super::pollspin`]).
+/// [`find_runnable`]'s search; `spin` is its poll-spin ([`crate::runtime::proc::pollspin`]).
+/// Each turn looks in the module docs' order; a step that made new work
+/// appear, or left this M holding a P again, starts the next turn.
 fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
     let s = sched();
-    'top: loop {
+    loop {
         if s.stopping.load(Ordering::SeqCst) {
             // A stop-the-world is collecting the Ps: give ours up and wait.
             spin.abandon(m);
@@ -314,7 +320,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             if !stop_m(m) {
                 return None;
             }
-            continue 'top;
+            continue;
         }
         let p = m.p().expect("find_runnable without a P");
         let TimerRun {
@@ -322,64 +328,16 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             next: mut poll_until,
             ..
         } = run_timers(p, 0);
-
-        if p.schedtick().is_multiple_of(GLOBAL_CHECK_PERIOD) && !s.global.is_empty() {
-            if let Some(g) = global_get(s, p, 1) {
-                // The G that `ready_found` left on our queue without waking an
-                // M (we were to run it next) now waits behind this one, which
-                // may compute for a whole slice: let an idle P take it.
-                if !p.runq.is_empty() {
-                    wakep();
-                }
-                return Some((g, false));
-            }
-        }
-        // A busy P also looks around now and then, not only when it runs dry:
-        // - at the network, so sockets that became ready are noticed while every P
-        //   has a queue to work through (Go leaves this to sysmon every 10 ms;
-        //   Tokio polls every 61 scheduling rounds, as here);
-        // - at the other Ps, for a queue whose M has stalled (module docs).
-        // SAFETY: this M holds `p`; the reference dies in this statement.
-        let rounds = unsafe { p.local() }.rounds_since_look.wrapping_add(1);
-        // SAFETY: as above.
-        unsafe { p.local() }.rounds_since_look = rounds;
-        if rounds >= LOOK_PERIOD {
-            // SAFETY: as above.
-            unsafe { p.local() }.rounds_since_look = 0;
-            if poll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
-                poll::netpoll(s, Some(Duration::ZERO));
-            }
-            steal_from_stalled(s, p);
-        }
-        if let Some(found) = local_pop(s, p) {
+        if let Some(found) = search_queues(s, m, p, poll_until) {
             return Some(found);
         }
-        if !s.global.is_empty() {
-            if let Some(g) = global_get(s, p, 0) {
-                return Some((g, false));
-            }
-        }
-        // Step 5: the network, without blocking, if a G waits on it and no M is
-        // already blocked in the poller (which would get the events itself).
-        // An M that has been on its CPU for a while first offers it to whoever
-        // the kernel keeps waiting (`super::handover`).
-        if poll::waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
-            // Our P's timers read again: a P-less caller may have added one.
-            super::handover::offer(s, m, poll_until.min(p.timers.next()));
-            if poll::netpoll(s, Some(Duration::ZERO)) {
-                if let Some(found) = local_pop(s, p) {
-                    return Some(found);
-                }
-            }
-        }
-
         if m.spinning() || s.idle.may_spin(s.gomaxprocs() as u32) {
             if !m.spinning() {
                 become_spinning(m);
             }
             match steal_work(m, p, now) {
                 Stolen::G(g, inherit) => return Some((g, inherit)),
-                Stolen::NewWork => continue 'top,
+                Stolen::NewWork => continue,
                 Stolen::Nothing { next_timer } => poll_until = poll_until.min(next_timer),
             }
         }
@@ -392,127 +350,218 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             let back = s.nanotime();
             m.handover.back_on_cpu(back);
             spin.yielded(back.saturating_sub(now));
-            continue 'top;
+            continue;
         }
-        // Give up the P.
-        {
-            let mut idle = s.idle.lock();
-            if !m.spinning() && s.idle.needspinning() == 1 {
-                // Someone wanted a spinner but found no idle P: be it instead.
-                drop(idle);
-                become_spinning(m);
-                continue 'top;
-            }
-            // Go's pidleput invariant: an idle P has nothing queued (else that
-            // work would be stranded: nobody looks at idle Ps' queues).
-            debug_assert!(p.runq.is_empty(), "goro: idling P{} with Gs in its queue", p.id);
-            // Its timers are watched from here on: below, this M blocks in the
-            // poller until `poll_until`, or breaks the M in it out of a longer
-            // sleep (`timers::add_timer_parked`).
-            // SAFETY: this M holds `p`; the reference dies in this statement.
-            unsafe { p.local() }.unwatched = Unwatched::No;
-            idle.pidle_put(m.release_p());
+        match idle_and_sleep(s, m, p, poll_until) {
+            Woke::Search => continue,
+            Woke::Retired => return None,
         }
-        let was_spinning = drop_spinning(m);
-        // Pairs with the fence in `wakep`. Both of our stores (P idle, one spinner
-        // fewer) come before it and every re-check below after it, so a submitter
-        // either sees our P idle and no spinner (and wakes an M), or we see its work.
-        // The global queue pairs through its lock instead (`wakep_global`): we look
-        // under it, so a submitter that pushed before us is seen, and one that
-        // pushes after us sees our stores when it reads the counters.
-        fence(Ordering::SeqCst);
-        if s.global.has_work() {
-            let p = s.idle.lock().pidle_get_spinning();
-            if let Some(p) = p {
-                m.acquire_p(p);
-                become_spinning(m);
-                continue 'top;
-            }
-        }
-        if was_spinning {
-            if let Some(p) = check_runqs_without_p(s) {
-                m.acquire_p(p);
-                become_spinning(m);
-                continue 'top;
-            }
-            // A spinner answers for every P's timers (Go's rule: a timer added
-            // while nobody polls wakes a spinner, `wake_netpoller`), so it sleeps
-            // until the earliest. A non-spinning M sleeps until its own P's only:
-            // a running P's timers are its owner's to run, and an M that slept
-            // until one of them would wake to a timer it cannot run, and poll
-            // again and again until the owner did (`tests/timer_wakeups.rs`).
-            poll_until = poll_until.min(earliest_timer(s));
-        } else {
-            // Our own P's, read again after the fence: `poll_until` came from
-            // before the search, and a P-less caller (a plain thread, a G whose
-            // P was retaken) may have added one to this P since, whose `wakep`
-            // then saw no idle P (`timers::add_timer`;
-            // `loom_timer_added_to_an_idling_p_is_watched`).
-            poll_until = poll_until.min(p.timers.next());
-        }
-
-        // Block in the poller until the next timer or network event, if nobody
-        // else is.
-        let net = poll::waiters() > 0;
-        if (net || poll_until != NO_TIMER) && s.lastpoll.swap(0, Ordering::SeqCst) != 0 {
-            s.poll_until
-                .store(if poll_until == NO_TIMER { 0 } else { poll_until }, Ordering::SeqCst);
-            let slept_from = s.nanotime();
-            let timeout = (poll_until != NO_TIMER).then(|| poll_until.saturating_sub(slept_from));
-            let mut woken = Vec::new();
-            // Sleeping on timers only: if none would wake anything (stopped,
-            // abandoned, or on channels nobody waits on) and this was the last
-            // busy M, nothing may ever run again (the deadlock check's
-            // trigger, as below).
-            if !net {
-                super::observers::poke();
-            }
-            m.set_blocked(true);
-            poll::poll(s, timeout.map(Duration::from_nanos), &mut woken);
-            m.set_blocked(false);
-            s.poll_until.store(0, Ordering::SeqCst);
-            let now = s.nanotime();
-            s.lastpoll.store(now.max(1), Ordering::SeqCst);
-            PollSpin::woke(m, now.saturating_sub(slept_from), timeout);
-            m.handover.back_on_cpu(now);
-            // Take a P first, so the readied Gs land on it (and this M runs them);
-            // without one they go to the global queue and wake other Ms.
-            let p = s.idle.lock().pidle_get();
-            if let Some(p) = p {
-                m.acquire_p(p);
-            }
-            poll::ready_polled(s, woken);
-            if let Some(p) = m.p() {
-                // Back to the top holding a P, but not as a spinner (Go resumes
-                // spinning here if it was, when the poll readied nothing). A
-                // spinner that finds work wakes another M (`reset_spinning`): for
-                // the G of a timer that woke us, or Gs the poll readied onto our
-                // P, that M would only spin and sleep again, since we run them
-                // ourselves and `ready_batch`/`ready_sleepers` already woke one if
-                // there is work for two (`tests/timer_wakeups.rs` counts the M
-                // sleeps per timer). But we were
-                // watching the timers from the poller: if we run a G, someone
-                // must take that over (`watch_timers`). Finding nothing, the
-                // search spins if it may, and idling watches them again.
-                // SAFETY: this M holds `p`; the reference dies in this statement.
-                unsafe { p.local() }.unwatched = Unwatched::Every;
-                continue 'top;
-            }
-        } else if poll_until != NO_TIMER {
-            let until = s.poll_until.load(Ordering::SeqCst);
-            if until == 0 || until > poll_until {
-                s.poller.wake();
-            }
-        }
-        // No timer and no network wait: if this was the last busy M, nothing
-        // may be able to run ever again.
-        super::observers::poke();
-        let slept_from = s.nanotime();
-        if !stop_m(m) {
-            return None;
-        }
-        PollSpin::woke(m, s.nanotime().saturating_sub(slept_from), None);
     }
+}
+
+/// Steps 2 to 5 of the search, after its P's timers (which were due until
+/// `poll_until`): the global queue's turn, a busy P's look around, its own
+/// queue, a global batch, and the network without blocking.
+#[inline(always)]
+fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool)> {
+    if p.schedtick().is_multiple_of(GLOBAL_CHECK_PERIOD) && !s.global.is_empty() {
+        if let Some(g) = global_get(s, p, 1) {
+            // The G that `ready_found` left on our queue without waking an
+            // M (we were to run it next) now waits behind this one, which
+            // may compute for a whole slice: let an idle P take it.
+            if !p.runq.is_empty() {
+                wakep();
+            }
+            return Some((g, false));
+        }
+    }
+    look_around(s, p);
+    if let Some(found) = local_pop(s, p) {
+        return Some(found);
+    }
+    if !s.global.is_empty() {
+        if let Some(g) = global_get(s, p, 0) {
+            return Some((g, false));
+        }
+    }
+    // Step 5: the network, without blocking, if a G waits on it and no M is
+    // already blocked in the poller (which would get the events itself).
+    // An M that has been on its CPU for a while first offers it to whoever
+    // the kernel keeps waiting (`crate::runtime::proc::handover`).
+    if net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+        // Our P's timers read again: a P-less caller may have added one.
+        crate::runtime::proc::handover::offer(s, m, poll_until.min(p.timers.next()));
+        if poll::netpoll(s, Some(Duration::ZERO)) {
+            return local_pop(s, p);
+        }
+    }
+    None
+}
+
+/// A busy P also looks around now and then, not only when it runs dry:
+/// - at the network, so sockets that became ready are noticed while every P
+///   has a queue to work through (Go leaves this to sysmon every 10 ms;
+///   Tokio polls every 61 scheduling rounds, as here);
+/// - at the other Ps, for a queue whose M has stalled (module docs).
+#[inline(always)]
+fn look_around(s: &Sched, p: &P) {
+    // SAFETY: this M holds `p`; the reference dies in this statement.
+    let rounds = unsafe { p.local() }.rounds_since_look.wrapping_add(1);
+    // SAFETY: as above.
+    unsafe { p.local() }.rounds_since_look = rounds;
+    if rounds >= LOOK_PERIOD {
+        // SAFETY: as above.
+        unsafe { p.local() }.rounds_since_look = 0;
+        if net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+            poll::netpoll(s, Some(Duration::ZERO));
+        }
+        steal_from_stalled(s, p);
+    }
+}
+
+/// How [`idle_and_sleep`] ended.
+enum Woke {
+    /// Holding a P again (new work, or a P to watch): search again.
+    Search,
+    /// Retired while parked: the M exits.
+    Retired,
+}
+
+/// Step 7's end, the search having found nothing: gives the P up, re-checks
+/// every source of work (see [`super::mpark`] for why that order), and
+/// sleeps, in the poller until `poll_until` (the earliest timer the search
+/// knows of) or on its note, until there is work again.
+fn idle_and_sleep(s: &Sched, m: &'static M, p: &P, poll_until: u64) -> Woke {
+    {
+        let mut idle = s.idle.lock();
+        if !m.spinning() && s.idle.needspinning() == 1 {
+            // Someone wanted a spinner but found no idle P: be it instead.
+            drop(idle);
+            become_spinning(m);
+            return Woke::Search;
+        }
+        // Go's pidleput invariant: an idle P has nothing queued (else that
+        // work would be stranded: nobody looks at idle Ps' queues).
+        debug_assert!(p.runq.is_empty(), "goro: idling P{} with Gs in its queue", p.id);
+        // Its timers are watched from here on: below, this M blocks in the
+        // poller until `poll_until`, or breaks the M in it out of a longer
+        // sleep (`timers::add_timer_parked`).
+        // SAFETY: this M holds `p`; the reference dies in this statement.
+        unsafe { p.local() }.unwatched = Unwatched::No;
+        idle.pidle_put(m.release_p());
+    }
+    let was_spinning = drop_spinning(m);
+    // Pairs with the fence in `wakep`. Both of our stores (P idle, one spinner
+    // fewer) come before it and every re-check below after it, so a submitter
+    // either sees our P idle and no spinner (and wakes an M), or we see its work.
+    // The global queue pairs through its lock instead (`wakep_global`): we look
+    // under it, so a submitter that pushed before us is seen, and one that
+    // pushes after us sees our stores when it reads the counters.
+    fence(Ordering::SeqCst);
+    if s.global.has_work() {
+        let p = s.idle.lock().pidle_get_spinning();
+        if let Some(p) = p {
+            m.acquire_p(p);
+            become_spinning(m);
+            return Woke::Search;
+        }
+    }
+    let poll_until = if was_spinning {
+        if let Some(p) = check_runqs_without_p(s) {
+            m.acquire_p(p);
+            become_spinning(m);
+            return Woke::Search;
+        }
+        // A spinner answers for every P's timers (Go's rule: a timer added
+        // while nobody polls wakes a spinner, `wake_netpoller`), so it sleeps
+        // until the earliest. A non-spinning M sleeps until its own P's only:
+        // a running P's timers are its owner's to run, and an M that slept
+        // until one of them would wake to a timer it cannot run, and poll
+        // again and again until the owner did (`tests/timer_wakeups.rs`).
+        poll_until.min(earliest_timer(s))
+    } else {
+        // Our own P's, read again after the fence: `poll_until` came from
+        // before the search, and a P-less caller (a plain thread, a G whose
+        // P was retaken) may have added one to this P since, whose `wakep`
+        // then saw no idle P (`timers::add_timer`;
+        // `loom_timer_added_to_an_idling_p_is_watched`).
+        poll_until.min(p.timers.next())
+    };
+
+    // Block in the poller until the next timer or network event, if nobody
+    // else is.
+    let net = net_waiters() > 0;
+    if (net || poll_until != NO_TIMER) && s.lastpoll.swap(0, Ordering::SeqCst) != 0 {
+        if block_in_poller(s, m, net, poll_until) {
+            return Woke::Search;
+        }
+    } else if poll_until != NO_TIMER {
+        let until = s.poll_until.load(Ordering::SeqCst);
+        if until == 0 || until > poll_until {
+            s.poller.wake();
+        }
+    }
+    // No timer and no network wait: if this was the last busy M, nothing
+    // may be able to run ever again.
+    crate::runtime::proc::observers::poke();
+    let slept_from = s.nanotime();
+    if !stop_m(m) {
+        return Woke::Retired;
+    }
+    PollSpin::woke(m, s.nanotime().saturating_sub(slept_from), None);
+    Woke::Search
+}
+
+/// Blocks this M, which holds no P and has just taken the poller
+/// (`Sched::lastpoll` swapped to 0), in the poller until `poll_until` or a
+/// network event (`net`: some G waits on the network), then readies what it
+/// found. Returns whether the M holds a P again (to search with); else it
+/// parks.
+fn block_in_poller(s: &Sched, m: &'static M, net: bool, poll_until: u64) -> bool {
+    s.poll_until
+        .store(if poll_until == NO_TIMER { 0 } else { poll_until }, Ordering::SeqCst);
+    let slept_from = s.nanotime();
+    let timeout = (poll_until != NO_TIMER).then(|| poll_until.saturating_sub(slept_from));
+    let mut woken = Vec::new();
+    // Sleeping on timers only: if none would wake anything (stopped,
+    // abandoned, or on channels nobody waits on) and this was the last
+    // busy M, nothing may ever run again (the deadlock check's
+    // trigger, as below).
+    if !net {
+        crate::runtime::proc::observers::poke();
+    }
+    m.set_blocked(true);
+    poll::poll(s, timeout.map(Duration::from_nanos), &mut woken);
+    m.set_blocked(false);
+    s.poll_until.store(0, Ordering::SeqCst);
+    let now = s.nanotime();
+    s.lastpoll.store(now.max(1), Ordering::SeqCst);
+    PollSpin::woke(m, now.saturating_sub(slept_from), timeout);
+    m.handover.back_on_cpu(now);
+    // Take a P first, so the readied Gs land on it (and this M runs them);
+    // without one they go to the global queue and wake other Ms.
+    let p = s.idle.lock().pidle_get();
+    if let Some(p) = p {
+        m.acquire_p(p);
+    }
+    poll::ready_polled(s, woken);
+    let Some(p) = m.p() else {
+        return false;
+    };
+    // Back to the top holding a P, but not as a spinner (Go resumes
+    // spinning here if it was, when the poll readied nothing). A
+    // spinner that finds work wakes another M (`reset_spinning`): for
+    // the G of a timer that woke us, or Gs the poll readied onto our
+    // P, that M would only spin and sleep again, since we run them
+    // ourselves and `ready_batch`/`ready_sleepers` already woke one if
+    // there is work for two (`tests/timer_wakeups.rs` counts the M
+    // sleeps per timer). But we were
+    // watching the timers from the poller: if we run a G, someone
+    // must take that over (`watch_timers`). Finding nothing, the
+    // search spins if it may, and idling watches them again.
+    // SAFETY: this M holds `p`; the reference dies in this statement.
+    unsafe { p.local() }.unwatched = Unwatched::Every;
+    true
 }
 
 /// Gives this M's P to the stop-the-world collecting them (`procresize.rs`).
@@ -545,11 +594,11 @@ fn run_timers(p: &P, now: u64) -> TimerRun {
     if next > now {
         return TimerRun { now, next, fired: 0 };
     }
-    let fired = p.timers.run_due(now);
+    let fired = run_due(&p.timers, now);
     if fired > 0 && tracing::on() {
         tracing::emit(Kind::Timers, 0, fired as u64, 0);
     }
-    if let Some(mine) = super::m::current_p() {
+    if let Some(mine) = crate::runtime::proc::m::current_p() {
         bump(&mine.counters.timers_fired, fired as u64);
     }
     TimerRun {
@@ -655,10 +704,10 @@ fn steal_work(m: &M, p: &P, mut now: u64) -> Stolen {
                     ran_timers = true;
                 }
             }
-            if v.status() == super::p::PStatus::Idle {
+            if v.status() == crate::runtime::proc::p::PStatus::Idle {
                 continue;
             }
-            let running = v.status() == super::p::PStatus::Running;
+            let running = v.status() == crate::runtime::proc::p::PStatus::Running;
             // Before taking a running P's `runnext`, give its owner a moment to run
             // it first: sleep, as Go does (usleep(3)). The M stays spinning while
             // it sleeps, so the owner's next `wakep` sees a spinner and wakes
@@ -735,7 +784,7 @@ fn steal_from(p: &P, victim: &P, steal_runnext: bool, before_runnext: impl FnOnc
 /// more; if one has work it takes an idle P back (Go's `checkRunqsNoP`).
 fn check_runqs_without_p(s: &Sched) -> Option<usize> {
     for p in s.procs() {
-        if p.status() != super::p::PStatus::Idle && !p.runq.is_empty() {
+        if p.status() != crate::runtime::proc::p::PStatus::Idle && !p.runq.is_empty() {
             return s.idle.lock().pidle_get_spinning();
         }
     }

@@ -2,47 +2,45 @@
 //! park and yield goes through, and [`yield_now`].
 
 use super::lockosthread::{lock_os_thread, unlock_os_thread};
-use super::m::current_g;
+use crate::runtime::proc::m::current_g;
 use crate::runtime::task::g::{Switch, G};
 
-impl G {
-    /// Called on the G's own stack: records `switch` and returns to the M's
-    /// scheduler loop. Returns when some M resumes this G.
-    ///
-    /// # Safety
-    /// Must be called by the currently running G on itself.
-    ///
-    /// Kept small enough to inline into the caller: every frame between the
-    /// stack switch and the G's own code costs a mispredicted return when the G
-    /// resumes (the CPU's return predictor holds the other stack's addresses).
-    /// The rare cases (a panic unwinding, a dump's inspection) are out of line.
-    #[inline(always)]
-    pub(crate) unsafe fn switch_out(&self, switch: Switch) {
-        // While a panic unwinds (a destructor parks), std counts the panic on this
-        // thread and `catch_unwind` uncounts it on whichever thread the G is on
-        // then: so the G stays on its M until it resumes, as if locked to it.
-        // Otherwise that M would believe it is panicking forever and abort at its
-        // next panic. The check is one relaxed load when nothing panics.
-        if std::thread::panicking() {
-            // SAFETY: the caller's contract.
-            return unsafe { self.switch_out_pinned(switch) };
-        }
+/// Called on the G's own stack: `g` records `switch` and returns to its M's
+/// scheduler loop. Returns when some M resumes it.
+///
+/// # Safety
+/// `g` is the currently running G.
+///
+/// Kept small enough to inline into the caller: every frame between the
+/// stack switch and the G's own code costs a mispredicted return when the G
+/// resumes (the CPU's return predictor holds the other stack's addresses).
+/// The rare cases (a panic unwinding, a dump's inspection) are out of line.
+#[inline(always)]
+pub(crate) unsafe fn switch_out(g: &G, switch: Switch) {
+    // While a panic unwinds (a destructor parks), std counts the panic on this
+    // thread and `catch_unwind` uncounts it on whichever thread the G is on
+    // then: so the G stays on its M until it resumes, as if locked to it.
+    // Otherwise that M would believe it is panicking forever and abort at its
+    // next panic. The check is one relaxed load when nothing panics.
+    if std::thread::panicking() {
         // SAFETY: the caller's contract.
-        unsafe { self.suspend(switch) };
+        return unsafe { switch_out_pinned(g, switch) };
     }
+    // SAFETY: the caller's contract.
+    unsafe { g.suspend(switch) };
+}
 
-    /// [`G::switch_out`] while a panic unwinds: wired to this M until resumed.
-    ///
-    /// # Safety
-    /// As `switch_out`.
-    #[cold]
-    #[inline(never)]
-    unsafe fn switch_out_pinned(&self, switch: Switch) {
-        lock_os_thread();
-        // SAFETY: the caller's contract.
-        unsafe { self.suspend(switch) };
-        unlock_os_thread();
-    }
+/// [`switch_out`] while a panic unwinds: wired to this M until resumed.
+///
+/// # Safety
+/// As `switch_out`.
+#[cold]
+#[inline(never)]
+unsafe fn switch_out_pinned(g: &G, switch: Switch) {
+    lock_os_thread();
+    // SAFETY: the caller's contract.
+    unsafe { g.suspend(switch) };
+    unlock_os_thread();
 }
 
 /// Lets other goroutines run, like Go's `runtime.Gosched`.
@@ -75,7 +73,7 @@ impl G {
 pub fn yield_now() {
     match current_g() {
         // SAFETY: `g` is the G running this code.
-        Some(g) => unsafe { g.switch_out(Switch::Yield) },
+        Some(g) => unsafe { switch_out(&g, Switch::Yield) },
         None => std::thread::yield_now(),
     }
 }

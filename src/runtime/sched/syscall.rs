@@ -7,12 +7,12 @@
 //! other Gs keep running; on return the G takes its P back if it is still free,
 //! else any idle P, else it queues itself and its M parks (`runtime::ownership`).
 
-use crate::runtime::sched::m::{current_g, current_m, set_current_g, M};
+use crate::runtime::proc::m::{current_g, current_m, set_current_g, M};
+use crate::runtime::proc::p::P;
+use crate::runtime::proc::tracing;
 use crate::runtime::sched::ownership::{
     enter_runtime, enter_syscall, exit_syscall, leave_runtime, take_p_after_syscall,
 };
-use crate::runtime::sched::p::P;
-use crate::runtime::sched::tracing;
 use crate::runtime::sys::trace_buf::Kind;
 use crate::runtime::task::g::GRef;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};

@@ -15,7 +15,7 @@
 //! it), but only through atomics; nothing else starts or runs it, so handing it
 //! over through the lock is all the synchronisation needed.
 
-use super::m::{spawn_thread, M};
+use crate::runtime::proc::m::{spawn_thread, M};
 use std::sync::{Condvar, Mutex, Once};
 
 /// A new M to start, holding P `p`.
@@ -57,7 +57,7 @@ fn serve() {
     let _runtime_thread = crate::runtime::sys::os_threads::register();
     // A deadlock check that ran while this thread was not yet registered saw a
     // thread it did not know, and found nothing: look again.
-    super::observers::poke();
+    crate::runtime::proc::observers::poke();
     let mut requests = REQUESTS.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         while let Some(r) = requests.pop() {

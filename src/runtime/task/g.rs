@@ -296,7 +296,7 @@ pub(crate) struct G {
     /// Next G in the global run queue; only touched under that queue's lock.
     schedlink: AtomicPtr<G>,
     /// The M this G is wired to by `lock_os_thread` (an `&'static M`, typed by
-    /// `G::lockedm` in `sched/lockosthread.rs`), null if none. Written by the G
+    /// `proc::m::lockedm`), null if none. Written by the G
     /// itself, read by any scheduler that dequeues it.
     lockedm: AtomicPtr<()>,
     /// Set by the M once this G has switched out to park and its coroutine is
@@ -697,7 +697,7 @@ impl G {
         self.m.load(Ordering::Relaxed)
     }
 
-    /// The M this G is wired to, untyped (null if none): `G::lockedm` types it.
+    /// The M this G is wired to, untyped (null if none): `proc::m::lockedm` types it.
     #[inline]
     pub(crate) fn lockedm_raw(&self) -> *const () {
         self.lockedm.load(Ordering::Relaxed)
@@ -800,7 +800,7 @@ impl G {
     }
 
     /// Records `switch` and switches to the M's scheduler loop; returns when
-    /// some M resumes this G. Callers go through `G::switch_out`
+    /// some M resumes this G. Callers go through `switch::switch_out`
     /// (`sched/switch.rs`), which keeps a G that is unwinding on its M.
     ///
     /// # Safety

@@ -12,7 +12,7 @@
 //! not own (one a thief may have taken, run and recycled meanwhile).
 //!
 //! Who may touch what: a P's list, a [`GFreeCache`], is its holder's; the pool
-//! is locked. `sched/p.rs` (`gfget`, `gfput`) picks the list of the P at hand.
+//! is locked. `proc/p.rs` (`gfget`, `gfput`) picks the list of the P at hand.
 
 use super::g::{GRef, G};
 use std::sync::Mutex;

@@ -15,7 +15,7 @@
 //! map is touched only by that thread. Values therefore need `Send` (a G's
 //! values move with it between threads) and never `Sync`.
 //!
-//! [`current_map`](crate::runtime::sched::m::current_map) (in `sched/m.rs`,
+//! [`current_map`](crate::runtime::proc::m::current_map) (in `proc/m.rs`,
 //! which knows the current G) finds the map of the running context. It reads the thread's
 //! current G from a thread-local, so it is `#[inline(never)]` and nothing may keep
 //! its result across a park: the compiler may otherwise reuse a thread-local's
@@ -197,7 +197,7 @@ thread_local! {
     static THREAD_MAP: ThreadMap = ThreadMap(UnsafeCell::new(LocalMap::default()));
 }
 
-/// This thread's map, for [`current_map`](crate::runtime::sched::m::current_map)
+/// This thread's map, for [`current_map`](crate::runtime::proc::m::current_map)
 /// when no G runs here. Inlined into that `#[inline(never)]` accessor, so the
 /// thread-local's address is computed afresh on each call (module docs).
 #[inline(always)]

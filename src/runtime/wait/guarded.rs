@@ -7,7 +7,7 @@
 //! ([`wait_in`]). The waker pops the sudog under the same lock, records a grant
 //! (`success`), and wakes it. See `park.rs` and `waitq.rs`.
 
-use crate::runtime::sched::ready::Waiter;
+use crate::runtime::proc::waiter::Waiter;
 use crate::runtime::sys::lock::{RawGuard, RawMutex};
 use crate::runtime::sys::sync_prims::const_unless_loom;
 use crate::runtime::task::g::WaitReason;

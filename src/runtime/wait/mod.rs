@@ -7,10 +7,11 @@ pub(in crate::runtime) mod park;
 pub(in crate::runtime) mod thread_waits;
 pub(in crate::runtime) mod waitq;
 
-pub(crate) use crate::runtime::sched::m::current_g;
+pub(crate) use crate::runtime::proc::m::current_g;
+pub(crate) use crate::runtime::proc::timers::{Action, Fire};
+pub(crate) use crate::runtime::proc::waiter::{Claim, Waiter};
 pub(crate) use crate::runtime::sched::preempt::check as preempt_check;
-pub(crate) use crate::runtime::sched::ready::{Claim, Waiter};
-pub(crate) use crate::runtime::sched::timers::{add_timer, add_timer_parked, Action, Fire};
+pub(crate) use crate::runtime::sched::timers::{add_timer, add_timer_parked};
 pub(crate) use crate::runtime::sys::lock::{RawGuard, RawMutex};
 pub(crate) use crate::runtime::sys::sync_prims::{const_unless_loom, AtomicBool, AtomicU32, Ordering};
 pub(crate) use crate::runtime::task::g::WaitReason;
@@ -18,12 +19,13 @@ pub(crate) use guarded::{pop_all, wait_in, wait_in_timeout, Guarded};
 pub(crate) use park::{OnDrop, Parker};
 pub(crate) use waitq::{block, Sudog, WaitQueue};
 
-use crate::runtime::sched::state::sched;
+use crate::runtime::proc::state::started;
 use std::time::Duration;
 
 /// The runtime-clock time `d` from now: when a timer armed for `d` fires.
-/// `None` if that is past the clock's range (never).
+/// `None` if that is past the clock's range (never). An entry point: the
+/// runtime starts if it has not (every timer and timed wait asks this first).
 #[inline]
 pub(crate) fn deadline_in(d: Duration) -> Option<u64> {
-    sched().deadline_in(d)
+    started().deadline_in(d)
 }

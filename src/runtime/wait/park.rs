@@ -29,10 +29,12 @@
 //! `done` goes from `UNCLAIMED` to the winning case exactly once (`AcqRel` CAS): the
 //! winner's writes before its wake are visible to the woken waiter.
 
-use crate::runtime::sched::m::current_g;
-use crate::runtime::sched::ready::{Claim, ThreadWaiter, Waiter, TIMED_OUT};
-use crate::runtime::sched::state::sched;
-use crate::runtime::sched::timers::{add_timer_parked, Action};
+use crate::runtime::proc::m::current_g;
+use crate::runtime::proc::state::sched;
+use crate::runtime::proc::timers::Action;
+use crate::runtime::proc::waiter::{Claim, ThreadWaiter, Waiter, TIMED_OUT};
+use crate::runtime::sched::switch::switch_out;
+use crate::runtime::sched::timers::add_timer_parked;
 #[cfg(loom)]
 use crate::runtime::sys::sync_prims::lot;
 use crate::runtime::task::g::{GRef, Status, Switch, Unlock, WaitReason};
@@ -192,6 +194,6 @@ fn park_g<U>(g: GRef, reason: WaitReason, unlock: U) {
         data: (&mut *unlock as *mut U).cast(),
     };
     // SAFETY: `g` is the G running this code.
-    unsafe { g.switch_out(Switch::Park(release)) };
+    unsafe { switch_out(&g, Switch::Park(release)) };
     g.set_wait_reason(WaitReason::None);
 }

@@ -11,8 +11,8 @@
 // Under loom, plain threads wait without the registry (`wait/park.rs`).
 #![cfg_attr(loom, allow(dead_code))]
 
-use crate::runtime::sched::observers;
-use crate::runtime::sched::ready::ThreadWaiter;
+use crate::runtime::proc::observers;
+use crate::runtime::proc::waiter::ThreadWaiter;
 use crate::runtime::sys::frames::{capture, Captured};
 use crate::runtime::task::g::WaitReason;
 use std::cell::Cell;
@@ -88,7 +88,7 @@ pub(crate) fn register(waiter: Arc<ThreadWaiter>, reason: WaitReason, timed: boo
     if !timed {
         // A thread that waits for good may be the last one that could act: the
         // runtime (and its deadlock check) starts if no goroutine started it.
-        crate::runtime::sched::state::sched();
+        crate::runtime::proc::state::started();
         observers::poke();
     }
     Registered(entry)

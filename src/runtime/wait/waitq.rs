@@ -19,7 +19,7 @@
 //!   wakes the owner; it never touches the sudog after the wake.
 
 use super::park::Parker;
-use crate::runtime::sched::ready::{Claim, Waiter, TIMED_OUT};
+use crate::runtime::proc::waiter::{Claim, Waiter, TIMED_OUT};
 use crate::runtime::task::g::WaitReason;
 use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;

@@ -44,7 +44,7 @@
 //! - The M keeps its P, and its spinning state if it had one, while it spins: to
 //!   the rest of the scheduler it is an M still searching, as it may always be
 //!   for a while (it can be descheduled at that very point). So this adds no
-//!   case to the parking protocol of [`super::mpark`]: the M idles its P and
+//!   case to the parking protocol of `sched/mpark.rs`: the M idles its P and
 //!   re-checks exactly as before, only later.
 //!
 //! # Threads and orderings
@@ -53,7 +53,7 @@
 //! a hint; a wrong answer costs one spin or one sleep, never a lost wake-up.
 
 use super::m::M;
-use super::state::Sched;
+use super::state::{net_waiters, Sched};
 use std::sync::atomic::Ordering;
 
 /// The longest spin, and the sleep below which a spin would have paid.
@@ -78,7 +78,7 @@ pub(crate) fn timer_due_soon(now: u64, next_timer: u64) -> bool {
 /// Whether a non-blocking poll can find work: some G waits on the network and
 /// no M is blocked in the poller.
 pub(crate) fn network_in_use(s: &Sched) -> bool {
-    super::poll::waiters() > 0 && s.lastpoll.load(Ordering::Relaxed) != 0
+    net_waiters() > 0 && s.lastpoll.load(Ordering::Relaxed) != 0
 }
 
 /// How a spin ended, for the M's budget.
@@ -188,7 +188,7 @@ impl PollSpin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::sched::timers::NO_TIMER;
+    use crate::runtime::proc::timers::NO_TIMER;
 
     fn m_with_budget(ns: u64) -> M {
         let m = M::new(0);

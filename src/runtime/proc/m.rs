@@ -1,7 +1,8 @@
 //! The M: an OS thread that runs Gs while it holds a P.
 //!
 //! # Ownership
-//! Ms are created by [`super::mpark::start_m`]. Their records are `&'static M`:
+//! Ms are created by the scheduler (`sched/mpark.rs`, `start_m`), and their
+//! threads run the loop the runtime was started with (`Hooks::m_main`). Their records are `&'static M`:
 //! an M whose thread exits (retired when idle too long, or after its locked G
 //! exited) leaves its record on a free list, and the next new M reuses it with a
 //! new id. Fields are atomics so that traces and sysmon can read them; apart from
@@ -18,6 +19,7 @@
 
 use super::handover::Handover;
 use super::p::{PState, PStatus, P};
+use super::pollspin::BUDGET_NS;
 use super::state::sched;
 use super::tracing;
 use crate::runtime::sys::note::Note;
@@ -51,7 +53,7 @@ pub(crate) struct M {
     nextp: AtomicUsize,
     /// Depth of runtime code on this thread: 0 while a G runs user code (the only
     /// time its P may be retaken), >0 in the scheduler and in runtime calls made by
-    /// the G. Own thread writes; see [`super::ownership`].
+    /// the G. Own thread writes; see `sched/ownership.rs`.
     pub(crate) depth: crate::runtime::sys::sync_prims::AtomicU32,
     /// Sysmon asks the running G to yield at its next goro call.
     pub(crate) preempt: AtomicBool,
@@ -106,7 +108,7 @@ impl M {
             // Any odd seed works for xorshift; mix the id in so Ms differ.
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15 ^ ((id as u64 + 1) << 17) | 1),
             pinned: AtomicUsize::new(0),
-            poll_spin_budget: AtomicU64::new(super::pollspin::BUDGET_NS),
+            poll_spin_budget: AtomicU64::new(BUDGET_NS),
             handover: Handover::new(),
             trace: TraceBuf::new(),
             preempting: AtomicBool::new(false),
@@ -124,13 +126,12 @@ impl M {
         self.depth.store(1, Ordering::Relaxed);
         self.preempt.store(false, Ordering::Relaxed);
         self.pinned.store(0, Ordering::Relaxed);
-        self.poll_spin_budget
-            .store(super::pollspin::BUDGET_NS, Ordering::Relaxed);
+        self.poll_spin_budget.store(BUDGET_NS, Ordering::Relaxed);
         self.handover.reset();
     }
 
-    /// The P this M holds. From G context, use [`super::ownership::with_p`]
-    /// instead: sysmon may have taken it meanwhile.
+    /// The P this M holds. From G context, use `ownership::with_p` instead:
+    /// sysmon may have taken it meanwhile.
     pub(crate) fn p(&self) -> Option<&'static P> {
         // SAFETY: non-null values are `&'static P` from `acquire_p`.
         unsafe { self.p.load(Ordering::Relaxed).as_ref() }
@@ -267,6 +268,18 @@ impl M {
     }
 }
 
+/// The M `g` is wired to by `lock_os_thread`, if any.
+#[inline]
+pub(crate) fn lockedm(g: &G) -> Option<&'static M> {
+    // SAFETY: non-null values are `&'static M` stored by `set_lockedm`.
+    unsafe { g.lockedm_raw().cast::<M>().as_ref() }
+}
+
+/// Wires `g` to `m`, or unwires it (`None`). The wired G itself only.
+pub(crate) fn set_lockedm(g: &G, m: Option<&'static M>) {
+    g.set_lockedm_raw(m.map_or(std::ptr::null(), |m| (m as *const M).cast()));
+}
+
 /// Stores an optional G link (own thread only).
 fn store_g(link: &AtomicPtr<G>, g: Option<GRef>) {
     link.store(
@@ -341,8 +354,10 @@ pub(crate) fn set_current_g(g: Option<GRef>) {
     CURRENT_G.with(|c| c.set(p));
 }
 
-/// Spawns the OS thread of a new M that starts holding P `p`.
+/// Spawns the OS thread of a new M that starts holding P `p` and runs the
+/// scheduler's loop (`Hooks::m_main`) until the M exits.
 pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
+    let m_main = sched().hooks.m_main;
     m.set_nextp(p);
     m.set_spinning(spinning);
     let res = std::thread::Builder::new()
@@ -353,7 +368,7 @@ pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
             crate::runtime::sys::altstack::on_thread_start();
             let p = m.take_nextp().flatten().expect("new M without a P");
             m.acquire_p(p);
-            super::schedule::run(m);
+            m_main(m);
             // Retired: the record goes back for reuse; this thread touches it no more.
             m.trace.release();
             CURRENT_M.with(|c| c.set(std::ptr::null()));

@@ -1,10 +1,9 @@
-//! What the scheduling core shares with the observers above it (`monitor/`),
+//! What the scheduler shares with the observers above it (`monitor/`),
 //! so that it can wake them without naming them: sysmon's note and sleep
 //! flags ([`SysmonLink`]), and the deadlock check's trigger ([`poke`]), which
 //! writes to the reporter thread's pipe.
 
-use super::poll;
-use super::state::try_sched;
+use super::state::{net_waiters, try_sched};
 use crate::runtime::sys::note::Note;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -99,7 +98,7 @@ pub(crate) fn poke() {
     if s.godebug.no_deadlock_report
         || UNTIMED_THREAD_WAITS.load(Ordering::Relaxed) == 0
         || (s.idle.npidle() as usize) < s.gomaxprocs()
-        || poll::waiters() > 0
+        || net_waiters() > 0
         || s.procs().any(|p| p.timers.any_would_wake())
     {
         return;

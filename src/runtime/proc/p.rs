@@ -14,7 +14,7 @@
 //! `state` packs the holding M's address with the P's [`PStatus`] (Ms are 8-aligned,
 //! so the low three bits are free). One word, so that taking a P away from its M
 //! (sysmon's retake, a stop-the-world) and the M's own transitions arbitrate with a
-//! single compare-and-swap; the protocol is in [`super::ownership`].
+//! single compare-and-swap; the protocol is in `sched/ownership.rs`.
 
 use super::m::M;
 use super::state::sched;
@@ -41,7 +41,7 @@ pub(crate) enum PStatus {
     /// Beyond `gomaxprocs` after a resize.
     Dead = 4,
     /// Transient: sysmon or a stop-the-world is deciding whether to take it from
-    /// its running M ([`super::ownership`]).
+    /// its running M (`sched/ownership.rs`).
     Retaking = 5,
 }
 
@@ -150,7 +150,7 @@ pub(crate) struct P {
     pub(crate) runq: RunQueue<crate::runtime::task::g::G>,
     pub(crate) timers: Timers,
     pub(crate) counters: Counters,
-    /// The current time slice has lasted [`TIME_SLICE_NS`](super::schedule::TIME_SLICE_NS):
+    /// The current time slice has lasted `schedule::TIME_SLICE_NS`:
     /// set by sysmon when `schedtick` has not moved for that long while the P ran,
     /// read by the holder when it takes a G from `runnext` (which would inherit
     /// the slice: `schedule::local_pop` ends it instead), and cleared by the

@@ -165,8 +165,8 @@ impl Handover {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::sched::pollspin::TIMER_GUARD_NS;
-    use crate::runtime::sched::timers::NO_TIMER;
+    use crate::runtime::proc::pollspin::TIMER_GUARD_NS;
+    use crate::runtime::proc::timers::NO_TIMER;
 
     /// A handover whose M came on its CPU at 1 ms.
     fn on_cpu_at_1ms() -> Handover {

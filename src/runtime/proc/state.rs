@@ -1,7 +1,11 @@
-//! `Sched`: the runtime's global state, and [`sched`], which starts it on first use.
+//! `Sched`: the runtime's global state; [`sched`], the started runtime, and
+//! [`started`], which starts it on first use.
 //!
 //! One per process, created on first use (or by `Config::init`) and never torn
-//! down: Ms keep running for the life of the process, as in Go.
+//! down: Ms keep running for the life of the process, as in Go. The entry
+//! points from outside the scheduler (a spawn, a deadline or timer, a socket's
+//! registration, a plain thread's wait, a dump, stats, `Config::init`) call
+//! [`started`]; everything they lead to then uses [`sched`], which assumes it.
 //!
 //! What lives here: the Ps (`allp`), the global run queue, idle P/M bookkeeping
 //! ([`crate::runtime::queue::idle`]), the poller and its `lastpoll`/`poll_until` handshake, the
@@ -9,17 +13,17 @@
 //! what is documented on each type.
 
 use super::config::MAX_PROCS;
-use super::config::{Config, Godebug, Resolved};
+use super::config::{Godebug, Resolved};
 use super::m::M;
 use super::observers::SysmonLink;
 use super::p::P;
-use super::ready::Waiter;
+use super::waiter::Waiter;
 use crate::runtime::queue::globrunq::GlobalRunq;
 use crate::runtime::queue::idle::Idle;
 use crate::runtime::sys::epoll::Poller;
 use crate::runtime::task::gfree::GFreePool;
 use crate::runtime::task::stack_pool::StackPool;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -38,12 +42,15 @@ pub(crate) struct Counters {
     pub(crate) preempt_retakes: AtomicU64,
 }
 
-/// What the layers above the scheduling core give it at start-up, for the
-/// calls it makes into them.
+/// What the layers above the records give them at start-up, for the calls
+/// they make into them.
 pub(crate) struct Hooks {
     /// The poll descriptors' handler of a poll's events (`netpoll::on_events`):
     /// collects the waiters to wake.
     pub(crate) net_events: fn(&[libc::epoll_event], &mut Vec<Waiter>),
+    /// What a new M's thread runs, holding its first P (`schedule::run`);
+    /// returns when the M exits.
+    pub(crate) m_main: fn(&'static M),
 }
 
 pub(crate) struct Sched {
@@ -91,17 +98,71 @@ pub(crate) fn try_sched() -> Option<&'static Sched> {
     SCHED.get()
 }
 
-/// The runtime, started with the default configuration if nobody started it yet.
+/// The runtime, which has started: every path to here began at an entry point
+/// that called [`started`] (module docs).
 #[inline]
 pub(crate) fn sched() -> &'static Sched {
     match SCHED.get() {
         Some(s) => s,
-        None => {
-            // The one call up the layers: starting needs all of them (`boot.rs`).
-            crate::runtime::boot::start(Config::new());
-            SCHED.get().expect("runtime started")
-        }
+        None => not_started(),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn not_started() -> ! {
+    debug_assert!(
+        false,
+        "goro: the runtime used before it started (an entry point without `started`)"
+    );
+    crate::runtime::sys::fatal::die("fatal error: goro: the runtime used before it started\n")
+}
+
+/// The runtime, started with the default configuration if nobody started it
+/// yet: for the entry points (module docs).
+#[inline]
+pub(crate) fn started() -> &'static Sched {
+    match SCHED.get() {
+        Some(s) => s,
+        None => start_default(),
+    }
+}
+
+extern "Rust" {
+    /// `boot::start_default`: starts the runtime, which needs every layer
+    /// above this one (the observers, the poller's handler, the loop Ms run).
+    /// Linked by name, so that these records, which the layers above build on,
+    /// name none of them.
+    #[link_name = "goro_runtime_start_default"]
+    fn boot_start_default();
+}
+
+#[cold]
+#[inline(never)]
+fn start_default() -> &'static Sched {
+    // SAFETY: `boot.rs` defines the symbol, a safe `fn()`, under this name.
+    unsafe { boot_start_default() };
+    sched()
+}
+
+/// Gs (and threads) parked on any poll descriptor: the scheduler polls the
+/// network only while this is non-zero.
+static NET_WAITERS: AtomicU32 = AtomicU32::new(0);
+
+/// Gs (and threads) parked on the network now.
+pub(crate) fn net_waiters() -> u32 {
+    NET_WAITERS.load(Ordering::SeqCst)
+}
+
+/// A G or thread is about to park on a poll descriptor (counted before it
+/// parks, under the descriptor's lock).
+pub(crate) fn add_net_waiter() {
+    NET_WAITERS.fetch_add(1, Ordering::SeqCst);
+}
+
+/// A G or thread is back from its park on a poll descriptor.
+pub(crate) fn remove_net_waiter() {
+    NET_WAITERS.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// Makes the runtime with `make` if nobody has yet (`boot.rs`). Returns it, and

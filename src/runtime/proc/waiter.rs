@@ -1,0 +1,122 @@
+//! The records a wait leaves for its waker: [`Waiter`] (a parked G or a
+//! blocked plain thread, packable into one word) and [`Claim`] (one wait that
+//! several parties may end: the first to claim it wakes the waiter). Waking
+//! one is the scheduler's (`sched/ready.rs`, `Waiter::wake`); the protocol
+//! both halves follow is in `wait/park.rs`.
+
+#[cfg(loom)]
+use crate::runtime::sys::sync_prims::lot;
+use crate::runtime::sys::sync_prims::{AtomicBool, AtomicU32, Ordering};
+use crate::runtime::task::g::{GRef, G};
+use std::sync::Arc;
+
+/// [`Claim`] value before anyone claimed it.
+pub(crate) const UNCLAIMED: u32 = u32::MAX;
+/// [`Claim`] value when the deadline won.
+pub(crate) const TIMED_OUT: u32 = u32::MAX - 1;
+
+/// One wait that several parties may try to end; see the module docs.
+pub(crate) struct Claim {
+    done: AtomicU32,
+    waiter: Waiter,
+}
+
+impl Claim {
+    pub(crate) fn new(waiter: Waiter) -> Claim {
+        Claim {
+            done: AtomicU32::new(UNCLAIMED),
+            waiter,
+        }
+    }
+
+    /// Ends the wait as `case` if nobody ended it yet. The winner must then wake
+    /// the waiter ([`Claim::waiter`]) exactly once.
+    pub(crate) fn try_claim(&self, case: u32) -> bool {
+        self.done
+            .compare_exchange(UNCLAIMED, case, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Who ended the wait: a case index, [`TIMED_OUT`], or [`UNCLAIMED`].
+    pub(crate) fn winner(&self) -> u32 {
+        self.done.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn waiter(&self) -> Waiter {
+        self.waiter.clone()
+    }
+}
+
+/// Something that can be woken: a parked G or a blocked thread.
+#[derive(Clone)]
+pub(crate) enum Waiter {
+    G(GRef),
+    Thread(Arc<ThreadWaiter>),
+}
+
+/// Tag bit of a packed thread waiter (G headers and `ThreadWaiter`s are at least
+/// 8-aligned, so bit 0 of their addresses is free).
+const THREAD_TAG: usize = 1;
+
+/// A plain thread's side of a wait.
+pub(crate) struct ThreadWaiter {
+    woken: AtomicBool,
+    #[cfg(not(loom))]
+    thread: std::thread::Thread,
+}
+
+impl ThreadWaiter {
+    pub(crate) fn new() -> ThreadWaiter {
+        ThreadWaiter {
+            woken: AtomicBool::new(false),
+            #[cfg(not(loom))]
+            thread: std::thread::current(),
+        }
+    }
+
+    pub(crate) fn is_woken(&self) -> bool {
+        self.woken.load(Ordering::Acquire)
+    }
+
+    /// Ends the wait. Release: what the waker wrote before waking is visible to
+    /// the woken thread, which reads the flag with Acquire.
+    #[cfg(not(loom))]
+    pub(crate) fn wake(&self) {
+        let thread = self.thread.clone();
+        self.woken.store(true, Ordering::Release);
+        thread.unpark();
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn wake(&self) {
+        lot::notify(|| self.woken.store(true, Ordering::Release));
+    }
+}
+
+impl Waiter {
+    /// Packs the waiter into one word (a tagged pointer; 0 is never produced), for
+    /// compact wait records. Undo with [`Waiter::from_raw`].
+    pub(crate) fn into_raw(self) -> usize {
+        match self {
+            Waiter::G(g) => g.as_ptr().as_ptr() as usize,
+            Waiter::Thread(t) => Arc::into_raw(t) as usize | THREAD_TAG,
+        }
+    }
+
+    /// Unpacks a word made by [`Waiter::into_raw`]; 0 means none.
+    ///
+    /// # Safety
+    /// `raw` is 0 or came from `into_raw` and is unpacked only once.
+    pub(crate) unsafe fn from_raw(raw: usize) -> Option<Waiter> {
+        if raw == 0 {
+            None
+        } else if raw & THREAD_TAG != 0 {
+            // SAFETY: made by Arc::into_raw in `into_raw`, unpacked once.
+            Some(Waiter::Thread(unsafe {
+                Arc::from_raw((raw & !THREAD_TAG) as *const ThreadWaiter)
+            }))
+        } else {
+            GRef::from_raw(raw as *const G).map(Waiter::G)
+        }
+    }
+}
