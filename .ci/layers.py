@@ -2,7 +2,8 @@
 """Layers of src/runtime/ (runtime/mod.rs has the map): no file names a module
 of a higher layer, nor goro's user-facing modules above the runtime (chan, sync,
 time, net, spawn.rs, ...), and files import each other in a circle only inside
-the scheduler (sched/) and its records (proc/), each circle of at most
+the scheduler (sched/), its records (proc/) and the root (start-up and the
+tracer), each circle of at most
 CIRCLES' number of files. A file's layer is its folder under src/runtime/;
 files directly in src/runtime/ are the root (public face, start-up), which may
 name every layer. Above the runtime,
@@ -22,8 +23,10 @@ LAYERS = ["sys", "task", "queue", "proc", "sched", "wait", "netpoll", "monitor"]
 # The folders whose files may import each other in a circle, and the most files
 # it may hold: sched/'s is the recursion the scheduler has (readying wakes Ms,
 # parking and waking Ms hands Ps on and polls, the poll readies); proc/'s, the
-# records that name each other (Sched its Ms and Ps, a P its M, an M its P).
-CIRCLES = {"sched": 4, "proc": 7}
+# records that name each other (Sched its Ms and Ps, a P its M, an M its P);
+# the root's, start-up and the tracer (the start begins a `GORO_TRACE` trace,
+# and a trace's start starts the runtime first).
+CIRCLES = {"sched": 4, "proc": 7, "root": 2}
 GATES = {"wait", "exports", "netpoll", "trace"}  # the runtime's modules open to the crate above it
 RANK = {name: i for i, name in enumerate(LAYERS)}
 ROOT, USER = len(LAYERS), len(LAYERS) + 1

@@ -236,6 +236,7 @@ impl Builder {
                 "goroutine name contains a NUL byte",
             ));
         }
+        crate::runtime::exports::started();
         let (task, id) = newproc(self.name, self.stack_size, origin, f);
         Ok(JoinHandle {
             task,

@@ -83,8 +83,18 @@ pub mod __private {
 /// assert_eq!((rx.recv(), rx.len(), rx.capacity()), (Ok("a"), 1, 2));
 /// ```
 pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    start_runtime();
     let chan = Arc::new(Chan::new(cap, 1, 1));
     (Sender { chan: chan.clone() }, Receiver { chan })
+}
+
+/// A channel is an entry point: the runtime starts with the first one, so a
+/// thread that then waits on it for good has a deadlock check watching.
+/// (Under loom the models drive channels between loom's threads alone.)
+#[inline]
+fn start_runtime() {
+    #[cfg(not(loom))]
+    crate::runtime::exports::started();
 }
 
 /// A timer's channel: one slot its senders can never close (the close-on-last-drop
@@ -131,6 +141,7 @@ pub(crate) fn timer_channel<T>() -> (Sender<T>, Receiver<T>) {
 /// assert_eq!(got, ["a", "b1", "b2"]);
 /// ```
 pub fn never<T>() -> Receiver<T> {
+    start_runtime();
     // One sender count that no Sender holds: the channel can never close.
     Receiver {
         chan: Arc::new(Chan::new(0, 1, 1)),

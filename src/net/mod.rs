@@ -35,6 +35,9 @@
 //! std's do, and expire with `io::ErrorKind::TimedOut` (std on Linux reports
 //! `WouldBlock`). Linux only, as the netpoller is epoll.
 
+use crate::runtime::netpoll::Registered;
+use std::os::fd::AsRawFd;
+
 mod rawio;
 mod sockaddr;
 mod tcp;
@@ -42,3 +45,10 @@ mod udp;
 
 pub use tcp::{Incoming, TcpListener, TcpStream};
 pub use udp::UdpSocket;
+
+/// Registers `io` (non-blocking already) with the poller: an entry point, so
+/// the runtime starts first if it has not.
+fn register<S: AsRawFd>(io: S) -> std::io::Result<Registered<S>> {
+    crate::runtime::exports::started();
+    Registered::new(io)
+}

@@ -13,8 +13,8 @@
 //! (docs/decisions/0031-listener-backlog-and-accept.md).
 
 use super::{rawio, sockaddr};
+use crate::runtime::deadline_in;
 use crate::runtime::netpoll::{Dir, Registered};
-use crate::runtime::wait::deadline_in;
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
@@ -207,7 +207,7 @@ impl TryFrom<std::net::TcpListener> for TcpListener {
     fn try_from(l: std::net::TcpListener) -> io::Result<TcpListener> {
         l.set_nonblocking(true)?;
         Ok(TcpListener {
-            inner: Registered::new(l)?,
+            inner: super::register(l)?,
         })
     }
 }
@@ -593,7 +593,7 @@ fn connect_one(addr: &SocketAddr, deadline: Option<u64>) -> io::Result<TcpStream
     // (`netpoll::Registered`'s short-transfer skip would then never apply).
     // A connection that completes before or after this is seen below.
     let stream = TcpStream {
-        inner: Registered::new(std_stream)?,
+        inner: super::register(std_stream)?,
     };
     if r == 0 {
         return Ok(stream);
@@ -619,7 +619,7 @@ impl TryFrom<std::net::TcpStream> for TcpStream {
     fn try_from(s: std::net::TcpStream) -> io::Result<TcpStream> {
         s.set_nonblocking(true)?;
         Ok(TcpStream {
-            inner: Registered::new(s)?,
+            inner: super::register(s)?,
         })
     }
 }

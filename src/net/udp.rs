@@ -254,7 +254,7 @@ impl TryFrom<std::net::UdpSocket> for UdpSocket {
     fn try_from(s: std::net::UdpSocket) -> io::Result<UdpSocket> {
         s.set_nonblocking(true)?;
         Ok(UdpSocket {
-            inner: Registered::new(s)?,
+            inner: super::register(s)?,
         })
     }
 }

@@ -6,7 +6,7 @@
 use super::monitor::{deadlock, panics, signal, sysmon};
 use super::netpoll;
 use super::proc::config::{AlreadyStarted, Config, Godebug};
-use super::proc::state::{init_once, Hooks, Sched};
+use super::proc::state::{init_once, sched, try_sched, Hooks, Sched};
 use super::sched::{ownership, schedule};
 use super::sys::altstack;
 use super::sys::epoll::Poller;
@@ -42,11 +42,23 @@ pub(crate) fn start(config: Config) -> bool {
     ours
 }
 
-/// Starts the runtime with the default configuration unless it runs: what
-/// `proc::state::started` calls, by this symbol's name, on the first use.
-#[export_name = "goro_runtime_start_default"]
-fn start_default() {
+/// The runtime, started with the default configuration if nothing started it
+/// yet: what every entry point calls first (the runtime's public functions,
+/// and through `exports` the crate's spawns, channels, timers and sockets).
+/// The layers below assume a started runtime (`proc::state::sched`).
+#[inline]
+pub(crate) fn started() -> &'static Sched {
+    match try_sched() {
+        Some(s) => s,
+        None => start_default(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn start_default() -> &'static Sched {
     start(Config::new());
+    sched()
 }
 
 impl Config {

@@ -76,7 +76,7 @@
 //   observers.rs     what the scheduler shares with sysmon and the deadlock reporter
 //   p.rs             the P: its queue, timers, counters, free lists
 //   pollspin.rs      an M that runs dry while Gs wait on the network spins a little
-//   state.rs         Sched, the global state; sched(), and started() for entry points
+//   state.rs         Sched, the global state; sched(), the started runtime
 //   timers.rs        a P's timer heap and what a timer does
 //   tracing.rs       the execution trace's switch and event sites
 //   waiter.rs        Waiter and Claim: what a wait leaves for its waker
@@ -117,10 +117,11 @@
 // loom_models.rs     loom models of the queues, parking and ownership protocols
 // trace.rs           goro::runtime::trace: start, stop, GORO_TRACE, the writer thread
 //
-// The runtime starts on first use: the entry points (a spawn, a deadline or
-// timer, a socket's registration, a plain thread's wait, a dump, stats,
-// gomaxprocs, a trace) call `proc::state::started`, which runs boot.rs's start
-// through a linked symbol the first time; below them, `sched()` assumes it.
+// The runtime starts on first use: the entry points (a spawn, a channel, a
+// deadline or timer, a socket's registration, a dump, stats, gomaxprocs, a
+// trace) call boot.rs's `started` (the crate above through `exports`); below
+// them, `sched()` assumes it. A plain thread that waits before any of these
+// (on a `goro::sync` type alone) has no deadlock check watching it.
 //
 // # One G from `go!` to its exit
 //
@@ -155,6 +156,7 @@ pub(crate) mod wait;
 /// ids and locals, and the public functions `lib.rs` re-exports. Nothing else
 /// of the runtime is visible outside `runtime/`.
 pub(crate) mod exports {
+    pub(crate) use super::boot::started;
     pub use super::proc::m::current;
     pub(crate) use super::proc::m::current_map;
     pub use super::queue::runq::{RunQueue, RING_CAP};
@@ -167,12 +169,99 @@ pub(crate) mod exports {
     pub(crate) use super::task::stack::MAX_STACK_SIZE;
 }
 
-pub use monitor::dump::{goroutines, write_goroutines, GoState, GoroutineInfo};
+/// The runtime-clock time `d` from now: when a timer armed for `d` fires;
+/// `None` if that is past the clock's range (never). An entry point: the
+/// runtime starts if it has not (every timer and timed wait of the crate
+/// above asks this first).
+#[inline]
+pub(crate) fn deadline_in(d: std::time::Duration) -> Option<u64> {
+    boot::started().deadline_in(d)
+}
+
+pub use monitor::dump::{GoState, GoroutineInfo};
 pub use monitor::stats::{ProcStats, Stats};
 pub use proc::config::{AlreadyStarted, Config};
 pub use sched::lockosthread::{lock_os_thread, unlock_os_thread};
-pub use sched::procresize::set_gomaxprocs;
 pub use task::g::WaitReason;
+
+/// A snapshot of every live goroutine, ordered by id (Go's
+/// `runtime.Stack(buf, true)`, as data). Parked goroutines come with the frames
+/// where they wait, unless their stack has under 8 KiB left for the capture or
+/// another dump holds them at that moment.
+///
+/// Nothing is stopped: each goroutine is looked at in turn, so the snapshot is
+/// not one instant. A parked goroutine is held for the moment its frames take
+/// to record, and one that is woken meanwhile runs right after. The calling
+/// goroutine shows as running. Called from a goroutine, the collection runs as a
+/// [`blocking`](fn@crate::blocking) call.
+///
+/// ```
+/// let (tx, rx) = goro::chan::bounded::<()>(0);
+/// let h = goro::go!(goro::Builder::new().name("waiter"), move || rx.recv())?;
+/// while !goro::runtime::goroutines()
+///     .iter()
+///     .any(|g| g.id() == h.id() && matches!(g.state(), goro::runtime::GoState::Waiting(_)))
+/// {
+///     goro::yield_now();
+/// }
+/// let me = goro::runtime::goroutines().into_iter().find(|g| g.id() == h.id()).unwrap();
+/// assert_eq!(me.name(), Some("waiter"));
+/// assert_eq!(me.state(), goro::runtime::GoState::Waiting(goro::runtime::WaitReason::ChanRecv));
+/// assert!(me.to_string().starts_with(&format!("goroutine {} \"waiter\" [chan receive]:", h.id())));
+/// drop(tx);
+/// # h.join().unwrap().unwrap_err();
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn goroutines() -> Vec<GoroutineInfo> {
+    boot::started();
+    monitor::dump::goroutines_of_started()
+}
+
+/// Writes every live goroutine ([`goroutines`]) and every plain thread waiting
+/// in a goro primitive (`thread "main" [sync.WaitGroup.Wait]:` and its frames),
+/// each followed by a blank line: the text Go prints on SIGQUIT or a deadlock.
+///
+/// ```
+/// let mut out = Vec::new();
+/// goro::runtime::write_goroutines(&mut out)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// # Errors
+/// Those of `w`.
+pub fn write_goroutines<W: std::io::Write + ?Sized>(w: &mut W) -> std::io::Result<()> {
+    boot::started();
+    monitor::dump::write_goroutines_of_started(w)
+}
+
+/// Sets GOMAXPROCS to `n` and returns the previous value (Go's
+/// `runtime.GOMAXPROCS(n)`).
+///
+/// `n == 0` only reads it, as in Go. Values above 1024 are capped. It may be called
+/// from a goroutine or a plain thread, and starts the runtime if it is not
+/// running. The setting is process-wide.
+///
+/// Resizing stops the world briefly, as Go's does: every running M gives up its
+/// P at its next scheduling point (about one scheduling round; a goroutine that
+/// makes no goro call has its P taken from it). Runnable goroutines and timers of
+/// removed Ps move to the remaining ones; nothing is lost. Concurrent calls take
+/// turns.
+///
+/// ```
+/// use goro::runtime::{gomaxprocs, set_gomaxprocs};
+///
+/// let old = set_gomaxprocs(3);
+/// assert_eq!(gomaxprocs(), 3);
+/// assert_eq!(set_gomaxprocs(0), 3); // only reads
+/// let h = goro::go!(|| set_gomaxprocs(1)); // from a goroutine, too
+/// assert_eq!(h.join().unwrap(), 3);
+/// assert_eq!(goro::go!(|| "still runs").join().unwrap(), "still runs");
+/// assert_eq!(set_gomaxprocs(old), 1);
+/// ```
+pub fn set_gomaxprocs(n: usize) -> usize {
+    boot::started();
+    sched::procresize::set_gomaxprocs_of_started(n)
+}
 
 /// GOMAXPROCS: the number of Ps, i.e. how many goroutines can run in parallel
 /// (Go's `runtime.GOMAXPROCS(0)`). Starts the runtime if it is not running.
@@ -186,7 +275,7 @@ pub use task::g::WaitReason;
 /// assert_eq!(goro::runtime::stats().procs.len(), n);
 /// ```
 pub fn gomaxprocs() -> usize {
-    proc::state::started().gomaxprocs()
+    boot::started().gomaxprocs()
 }
 
 /// The number of live goroutines (Go's `runtime.NumGoroutine`).
@@ -209,7 +298,7 @@ pub fn gomaxprocs() -> usize {
 /// assert_eq!(goro::runtime::num_goroutine(), 0);
 /// ```
 pub fn num_goroutine() -> usize {
-    monitor::stats::collect(proc::state::started()).live as usize
+    monitor::stats::collect(boot::started()).live as usize
 }
 
 /// A snapshot of the scheduler's counters: goroutines spawned and finished, steals,
@@ -227,5 +316,5 @@ pub fn num_goroutine() -> usize {
 /// assert_eq!(s.procs.len(), goro::runtime::gomaxprocs());
 /// ```
 pub fn stats() -> Stats {
-    monitor::stats::collect(proc::state::started())
+    monitor::stats::collect(boot::started())
 }

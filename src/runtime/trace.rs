@@ -56,7 +56,7 @@ struct Writing {
 pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
     // The runtime first: its start may begin the `GORO_TRACE` trace, which
     // takes `WRITING` itself.
-    super::proc::state::started();
+    super::boot::started();
     let mut writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
     if writing.is_some() {
         return Err(io::Error::new(

@@ -36,7 +36,8 @@
 //! assert!(ticks >= 1);
 //! ```
 
-use crate::runtime::wait::{add_timer_parked, current_g, deadline_in, Action, OnDrop, Parker, WaitReason};
+use crate::runtime::deadline_in;
+use crate::runtime::wait::{add_timer_parked, current_g, Action, OnDrop, Parker, WaitReason};
 use std::time::Duration;
 
 mod timer;

@@ -29,8 +29,9 @@
 //! receivers (held, and blocked on it).
 
 use crate::chan::{self, Receiver, Sender};
+use crate::runtime::deadline_in;
 use crate::runtime::exports::Origin;
-use crate::runtime::wait::{add_timer, deadline_in, Action, Fire};
+use crate::runtime::wait::{add_timer, Action, Fire};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

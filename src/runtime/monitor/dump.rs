@@ -11,7 +11,6 @@
 //! ask for a dump.
 
 use crate::runtime::proc::m::current;
-use crate::runtime::proc::state::started;
 use crate::runtime::sched::syscall::blocking;
 use crate::runtime::sys::frames::{self, Captured, Keep};
 use crate::runtime::task::creators;
@@ -153,54 +152,14 @@ impl fmt::Display for GoroutineInfo {
     }
 }
 
-/// A snapshot of every live goroutine, ordered by id (Go's
-/// `runtime.Stack(buf, true)`, as data). Parked goroutines come with the frames
-/// where they wait, unless their stack has under 8 KiB left for the capture or
-/// another dump holds them at that moment.
-///
-/// Nothing is stopped: each goroutine is looked at in turn, so the snapshot is
-/// not one instant. A parked goroutine is held for the moment its frames take
-/// to record, and one that is woken meanwhile runs right after. The calling
-/// goroutine shows as running. Called from a goroutine, the collection runs as a
-/// [`blocking`](fn@crate::blocking) call.
-///
-/// ```
-/// let (tx, rx) = goro::chan::bounded::<()>(0);
-/// let h = goro::go!(goro::Builder::new().name("waiter"), move || rx.recv())?;
-/// while !goro::runtime::goroutines()
-///     .iter()
-///     .any(|g| g.id() == h.id() && matches!(g.state(), goro::runtime::GoState::Waiting(_)))
-/// {
-///     goro::yield_now();
-/// }
-/// let me = goro::runtime::goroutines().into_iter().find(|g| g.id() == h.id()).unwrap();
-/// assert_eq!(me.name(), Some("waiter"));
-/// assert_eq!(me.state(), goro::runtime::GoState::Waiting(goro::runtime::WaitReason::ChanRecv));
-/// assert!(me.to_string().starts_with(&format!("goroutine {} \"waiter\" [chan receive]:", h.id())));
-/// drop(tx);
-/// # h.join().unwrap().unwrap_err();
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub fn goroutines() -> Vec<GoroutineInfo> {
-    started();
+/// [`goroutines`](crate::runtime::goroutines) once the runtime has started.
+pub(crate) fn goroutines_of_started() -> Vec<GoroutineInfo> {
     let caller = current();
     on_dump_thread(move || collect_goroutines(caller))
 }
 
-/// Writes every live goroutine ([`goroutines`]) and every plain thread waiting
-/// in a goro primitive (`thread "main" [sync.WaitGroup.Wait]:` and its frames),
-/// each followed by a blank line: the text Go prints on SIGQUIT or a deadlock.
-///
-/// ```
-/// let mut out = Vec::new();
-/// goro::runtime::write_goroutines(&mut out)?;
-/// # Ok::<(), std::io::Error>(())
-/// ```
-///
-/// # Errors
-/// Those of `w`.
-pub fn write_goroutines<W: io::Write + ?Sized>(w: &mut W) -> io::Result<()> {
-    started();
+/// [`write_goroutines`](crate::runtime::write_goroutines) once the runtime has started.
+pub(crate) fn write_goroutines_of_started<W: io::Write + ?Sized>(w: &mut W) -> io::Result<()> {
     w.write_all(dump_text().as_bytes())
 }
 

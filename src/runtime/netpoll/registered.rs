@@ -29,7 +29,7 @@
 //! once, when the last owner goes.
 
 use super::desc::{Dir, PollDesc};
-use crate::runtime::proc::state::{sched, started};
+use crate::runtime::proc::state::sched;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,8 +51,7 @@ impl<S: AsRawFd> Registered<S> {
     /// Registers `io`, which must already be in non-blocking mode.
     pub(crate) fn new(io: S) -> io::Result<Self> {
         let pd = PollDesc::get();
-        // An entry point: the runtime starts if it has not.
-        if let Err(e) = started().poller.register(io.as_raw_fd(), pd.token()) {
+        if let Err(e) = sched().poller.register(io.as_raw_fd(), pd.token()) {
             pd.close();
             return Err(e);
         }

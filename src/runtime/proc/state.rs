@@ -1,11 +1,12 @@
-//! `Sched`: the runtime's global state; [`sched`], the started runtime, and
-//! [`started`], which starts it on first use.
+//! `Sched`: the runtime's global state; [`sched`], the started runtime.
 //!
 //! One per process, created on first use (or by `Config::init`) and never torn
 //! down: Ms keep running for the life of the process, as in Go. The entry
-//! points from outside the scheduler (a spawn, a deadline or timer, a socket's
-//! registration, a plain thread's wait, a dump, stats, `Config::init`) call
-//! [`started`]; everything they lead to then uses [`sched`], which assumes it.
+//! points, above the scheduler (a spawn, a channel, a deadline or timer, a
+//! socket's registration, a dump, stats, gomaxprocs, a trace, `Config::init`),
+//! start it through the root's `boot::started`; everything they lead to then
+//! uses [`sched`], which assumes it, or [`try_sched`] where "not started" has
+//! an answer (a plain thread's wait before any of those).
 //!
 //! What lives here: the Ps (`allp`), the global run queue, idle P/M bookkeeping
 //! ([`crate::runtime::queue::idle`]), the poller and its `lastpoll`/`poll_until` handshake, the
@@ -99,7 +100,7 @@ pub(crate) fn try_sched() -> Option<&'static Sched> {
 }
 
 /// The runtime, which has started: every path to here began at an entry point
-/// that called [`started`] (module docs).
+/// that started it (module docs).
 #[inline]
 pub(crate) fn sched() -> &'static Sched {
     match SCHED.get() {
@@ -113,36 +114,9 @@ pub(crate) fn sched() -> &'static Sched {
 fn not_started() -> ! {
     debug_assert!(
         false,
-        "goro: the runtime used before it started (an entry point without `started`)"
+        "goro: the runtime used before it started (an entry point that does not start it)"
     );
     crate::runtime::sys::fatal::die("fatal error: goro: the runtime used before it started\n")
-}
-
-/// The runtime, started with the default configuration if nobody started it
-/// yet: for the entry points (module docs).
-#[inline]
-pub(crate) fn started() -> &'static Sched {
-    match SCHED.get() {
-        Some(s) => s,
-        None => start_default(),
-    }
-}
-
-extern "Rust" {
-    /// `boot::start_default`: starts the runtime, which needs every layer
-    /// above this one (the observers, the poller's handler, the loop Ms run).
-    /// Linked by name, so that these records, which the layers above build on,
-    /// name none of them.
-    #[link_name = "goro_runtime_start_default"]
-    fn boot_start_default();
-}
-
-#[cold]
-#[inline(never)]
-fn start_default() -> &'static Sched {
-    // SAFETY: `boot.rs` defines the symbol, a safe `fn()`, under this name.
-    unsafe { boot_start_default() };
-    sched()
 }
 
 /// Gs (and threads) parked on any poll descriptor: the scheduler polls the

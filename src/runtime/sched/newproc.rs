@@ -18,7 +18,7 @@ use super::mpark::wakep;
 use super::ownership::with_p;
 use crate::runtime::proc::m::{current_g, current_m, current_map};
 use crate::runtime::proc::p::{bump, gfget, P};
-use crate::runtime::proc::state::{sched, started};
+use crate::runtime::proc::state::sched;
 use crate::runtime::proc::waiter::Waiter;
 use crate::runtime::task::block::{TaskHeader, TaskRef, TaskVtable};
 use crate::runtime::task::g::{GRef, GoId, Spawn};
@@ -63,7 +63,7 @@ where
     T: Send + 'static,
 {
     super::preempt::check();
-    let s = started();
+    let s = sched();
     let stack_size = stack_size.map_or(s.config.stack_size, round_size);
     let spawn = Spawn {
         name: name.map(String::into_boxed_str),

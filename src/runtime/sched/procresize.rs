@@ -28,37 +28,14 @@ use super::poll::wake_netpoller;
 use crate::runtime::proc::config::MAX_PROCS;
 use crate::runtime::proc::m::{current_m, M};
 use crate::runtime::proc::p::{gfree_drain, PState, PStatus, P};
-use crate::runtime::proc::state::{started, Sched};
+use crate::runtime::proc::state::{sched, Sched};
 use crate::runtime::proc::timers::{DeadTimers, NO_TIMER};
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
-/// Sets GOMAXPROCS to `n` and returns the previous value (Go's
-/// `runtime.GOMAXPROCS(n)`).
-///
-/// `n == 0` only reads it, as in Go. Values above 1024 are capped. It may be called
-/// from a goroutine or a plain thread, and starts the runtime if it is not
-/// running. The setting is process-wide.
-///
-/// Resizing stops the world briefly, as Go's does: every running M gives up its
-/// P at its next scheduling point (about one scheduling round; a goroutine that
-/// makes no goro call has its P taken from it). Runnable goroutines and timers of
-/// removed Ps move to the remaining ones; nothing is lost. Concurrent calls take
-/// turns.
-///
-/// ```
-/// use goro::runtime::{gomaxprocs, set_gomaxprocs};
-///
-/// let old = set_gomaxprocs(3);
-/// assert_eq!(gomaxprocs(), 3);
-/// assert_eq!(set_gomaxprocs(0), 3); // only reads
-/// let h = goro::go!(|| set_gomaxprocs(1)); // from a goroutine, too
-/// assert_eq!(h.join().unwrap(), 3);
-/// assert_eq!(goro::go!(|| "still runs").join().unwrap(), "still runs");
-/// assert_eq!(set_gomaxprocs(old), 1);
-/// ```
-pub fn set_gomaxprocs(n: usize) -> usize {
-    let s = started();
+/// [`set_gomaxprocs`](crate::runtime::set_gomaxprocs) once the runtime has started.
+pub(crate) fn set_gomaxprocs_of_started(n: usize) -> usize {
+    let s = sched();
     if n == 0 {
         return s.gomaxprocs();
     }

@@ -18,14 +18,3 @@ pub(crate) use crate::runtime::task::g::WaitReason;
 pub(crate) use guarded::{pop_all, wait_in, wait_in_timeout, Guarded};
 pub(crate) use park::{OnDrop, Parker};
 pub(crate) use waitq::{block, Sudog, WaitQueue};
-
-use crate::runtime::proc::state::started;
-use std::time::Duration;
-
-/// The runtime-clock time `d` from now: when a timer armed for `d` fires.
-/// `None` if that is past the clock's range (never). An entry point: the
-/// runtime starts if it has not (every timer and timed wait asks this first).
-#[inline]
-pub(crate) fn deadline_in(d: Duration) -> Option<u64> {
-    started().deadline_in(d)
-}

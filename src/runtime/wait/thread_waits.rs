@@ -86,9 +86,9 @@ pub(crate) fn register(waiter: Arc<ThreadWaiter>, reason: WaitReason, timed: boo
     WAITING.lock().unwrap_or_else(|e| e.into_inner()).push(entry.clone());
     GENERATION.fetch_add(1, Ordering::Relaxed);
     if !timed {
-        // A thread that waits for good may be the last one that could act: the
-        // runtime (and its deadlock check) starts if no goroutine started it.
-        crate::runtime::proc::state::started();
+        // A thread that waits for good may be the last one that could act
+        // (a no-op until the runtime has started: channels, spawns, timers
+        // and sockets start it, so a wait on one of them has a reporter).
         observers::poke();
     }
     Registered(entry)
