@@ -59,8 +59,9 @@
 // task/    what a goroutine is
 //   block.rs         the type-erased task block a spawn allocates
 //   creators.rs      the plain threads that spawned Gs, for "created by thread"
-//   g.rs             the G: identity, status, coroutine; GoId; every G ever made
+//   g.rs             the G: identity, status, coroutine; every G ever made
 //   gfree.rs         free G headers: a P's cache and the global pool
+//   ids.rs           GoId and WaitReason, the G's public faces
 //   locals.rs        goroutine-local storage (the map behind `goro::local!`)
 //   scavenge.rs      sysmon's stack scavenger: gives back idle stacks' pages
 //   stack.rs         stacks: mmap slabs and guard pages
@@ -164,7 +165,7 @@ pub(crate) mod exports {
     pub use super::sched::switch::yield_now;
     pub use super::sched::syscall::blocking;
     pub(crate) use super::task::block::TaskRef;
-    pub use super::task::g::GoId;
+    pub use super::task::ids::GoId;
     pub(crate) use super::task::locals::{make, slot_of, LocalMap};
     pub(crate) use super::task::stack::MAX_STACK_SIZE;
 }
@@ -182,7 +183,7 @@ pub use monitor::dump::{GoState, GoroutineInfo};
 pub use monitor::stats::{ProcStats, Stats};
 pub use proc::config::{AlreadyStarted, Config};
 pub use sched::lockosthread::{lock_os_thread, unlock_os_thread};
-pub use task::g::WaitReason;
+pub use task::ids::WaitReason;
 
 /// A snapshot of every live goroutine, ordered by id (Go's
 /// `runtime.Stack(buf, true)`, as data). Parked goroutines come with the frames

@@ -48,7 +48,8 @@ use crate::runtime::proc::observers::{self, send, EVENT_CHECK, EVENT_SIGQUIT};
 use crate::runtime::proc::state::Sched;
 use crate::runtime::sys::fatal::die;
 use crate::runtime::sys::os_threads;
-use crate::runtime::task::g::{Status, WaitReason};
+use crate::runtime::task::g::Status;
+use crate::runtime::task::ids::WaitReason;
 use crate::runtime::wait::thread_waits;
 use std::time::Duration;
 

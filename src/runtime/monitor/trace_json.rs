@@ -25,7 +25,7 @@
 
 use crate::runtime::sys::decimal;
 use crate::runtime::sys::trace_buf::{Event, Kind, Source, Stop, NO_M, NO_P, READIED};
-use crate::runtime::task::g::WaitReason;
+use crate::runtime::task::ids::WaitReason;
 use std::collections::HashMap;
 use std::io::{self, Write};
 

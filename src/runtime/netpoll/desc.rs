@@ -69,7 +69,7 @@ use crate::runtime::sched::poll::ensure_poller;
 #[cfg(not(loom))]
 use crate::runtime::sched::timers::add_timer;
 use crate::runtime::sys::sync_prims::AtomicU64;
-use crate::runtime::task::g::WaitReason;
+use crate::runtime::task::ids::WaitReason;
 use crate::runtime::wait::guarded::{pop_all, pop_all_into, Guarded};
 use crate::runtime::wait::park::{OnDrop, Parker};
 use crate::runtime::wait::waitq::{Sudog, WaitQueue};

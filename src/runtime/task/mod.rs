@@ -6,6 +6,7 @@ pub(in crate::runtime) mod block;
 pub(in crate::runtime) mod creators;
 pub(in crate::runtime) mod g;
 pub(in crate::runtime) mod gfree;
+pub(in crate::runtime) mod ids;
 pub(in crate::runtime) mod locals;
 pub(in crate::runtime) mod scavenge;
 pub(in crate::runtime) mod stack;

@@ -10,7 +10,7 @@
 use crate::runtime::proc::waiter::Waiter;
 use crate::runtime::sys::lock::{RawGuard, RawMutex};
 use crate::runtime::sys::sync_prims::const_unless_loom;
-use crate::runtime::task::g::WaitReason;
+use crate::runtime::task::ids::WaitReason;
 use crate::runtime::wait::waitq::{block, Sudog, WaitQueue};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};

@@ -14,7 +14,7 @@ pub(crate) use crate::runtime::sched::preempt::check as preempt_check;
 pub(crate) use crate::runtime::sched::timers::{add_timer, add_timer_parked};
 pub(crate) use crate::runtime::sys::lock::{RawGuard, RawMutex};
 pub(crate) use crate::runtime::sys::sync_prims::{const_unless_loom, AtomicBool, AtomicU32, Ordering};
-pub(crate) use crate::runtime::task::g::WaitReason;
+pub(crate) use crate::runtime::task::ids::WaitReason;
 pub(crate) use guarded::{pop_all, wait_in, wait_in_timeout, Guarded};
 pub(crate) use park::{OnDrop, Parker};
 pub(crate) use waitq::{block, Sudog, WaitQueue};

@@ -37,7 +37,8 @@ use crate::runtime::sched::switch::switch_out;
 use crate::runtime::sched::timers::add_timer_parked;
 #[cfg(loom)]
 use crate::runtime::sys::sync_prims::lot;
-use crate::runtime::task::g::{GRef, Status, Switch, Unlock, WaitReason};
+use crate::runtime::task::g::{GRef, Status, Switch, Unlock};
+use crate::runtime::task::ids::WaitReason;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::time::Duration;

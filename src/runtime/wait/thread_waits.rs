@@ -14,7 +14,7 @@
 use crate::runtime::proc::observers;
 use crate::runtime::proc::waiter::ThreadWaiter;
 use crate::runtime::sys::frames::{capture, Captured};
-use crate::runtime::task::g::WaitReason;
+use crate::runtime::task::ids::WaitReason;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -20,7 +20,7 @@
 
 use super::park::Parker;
 use crate::runtime::proc::waiter::{Claim, Waiter, TIMED_OUT};
-use crate::runtime::task::g::WaitReason;
+use crate::runtime::task::ids::WaitReason;
 use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
 use std::sync::Arc;
