@@ -5,11 +5,14 @@
 //! runtime's (`runtime/sched/newproc.rs`).
 
 use crate::runtime::exports::{newproc, GoId, JoinSlot, Origin, TaskRef, MAX_STACK_SIZE};
-use crate::runtime::wait::{preempt_check, Parker, WaitReason};
+use crate::runtime::wait::{preempt_check, Parker, WaitReason, Waiter};
 use std::any::Any;
 use std::fmt;
+use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 /// Starts a goroutine running `f` and returns a handle to join it (Go's `go f()`).
 /// Most code writes [`go!`](crate::go!)`(f)`, the safe form of this call under the
@@ -316,9 +319,10 @@ impl<T> JoinHandle<T> {
                 continue; // finished while we took the lock
             }
             let parker = Parker::new();
-            // SAFETY: we hold the slot lock; the G unpacks the waiter once.
-            unsafe { slot.set_waiter(parker.waiter().into_raw()) };
+            // SAFETY: we hold the slot lock.
+            let earlier = unsafe { slot.replace_waiter(parker.waiter()) };
             parker.park(WaitReason::Join, lock);
+            drop(earlier);
         }
     }
 
@@ -351,6 +355,46 @@ impl<T> JoinHandle<T> {
     }
 }
 
+/// Async code awaits a goroutine: `handle.await` gives what
+/// [`join`](JoinHandle::join) returns, under any executor, without blocking
+/// the executor's thread (the goroutine's end wakes the awaiting task).
+/// Awaiting costs one spawn; dropping a pending `await` detaches the goroutine,
+/// as dropping the handle does. Polling again after `Ready` panics.
+///
+/// ```
+/// let h = goro::go!(|| 6 * 7);
+/// // Any executor: here goro's own `block_on` on a plain thread.
+/// assert_eq!(goro::block_on(async { h.await.unwrap() }), 42);
+/// ```
+impl<T: Send + 'static> Future for JoinHandle<T> {
+    type Output = Result<T, Box<dyn Any + Send + 'static>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &*self;
+        let slot = this.slot();
+        if !this.task.finished() {
+            let lock = this.task.lock();
+            if !this.task.finished() {
+                // SAFETY: we hold the slot lock.
+                let earlier = unsafe { slot.replace_waiter(Waiter::Task(cx.waker().clone())) };
+                drop(lock);
+                drop(earlier);
+                return Poll::Pending;
+            }
+        }
+        // The G stored the result and will not touch the slot again (the
+        // Acquire load of FINISHED made its store visible).
+        // SAFETY: after FINISHED only the handle's owner (us) uses the slot.
+        match unsafe { slot.take_result() } {
+            Some(result) => Poll::Ready(result),
+            None => panic!("goro: JoinHandle polled after it returned Ready"),
+        }
+    }
+}
+
+/// The handle is a pointer to the task block: moving it moves nothing pinned.
+impl<T> Unpin for JoinHandle<T> {}
+
 impl<T> Drop for JoinHandle<T> {
     /// Detaches. If the G already finished, its result is dropped here, in the
     /// dropping context; otherwise the G drops it on its own stack when it finishes.
@@ -358,14 +402,17 @@ impl<T> Drop for JoinHandle<T> {
     /// that blocks would block the whole M.
     fn drop(&mut self) {
         let lock = self.task.lock();
-        let unread = if self.task.finished() {
+        let (unread, waiter) = if self.task.finished() {
             // SAFETY: we hold the slot lock.
-            unsafe { self.slot().take_result() }
+            (unsafe { self.slot().take_result() }, None)
         } else {
             lock.set_detached();
-            None
+            // A pending `await`'s waker: nobody will be woken now.
+            // SAFETY: we hold the slot lock.
+            (None, unsafe { self.slot().take_waiter() })
         };
         drop(lock);
+        drop(waiter);
         drop(unread);
         // SAFETY: the handle's reference, dropped exactly once, here.
         unsafe { self.task.release() };

@@ -96,6 +96,11 @@ const QUIT_DURING_EXIT: &[(&str, Scenario, Expect)] = &[
         quit_during_the_deadlock_report,
     ),
     ("quit_twice", traced_work_then_read_stdin, quit_twice),
+    (
+        "quit_just_before_main_returns",
+        traced_work_then_read_stdin,
+        quit_just_before_main_returns,
+    ),
 ];
 
 fn main() {
@@ -630,10 +635,10 @@ fn dump_complete(stderr: &str) -> bool {
         .is_some_and(|(_, rest)| rest.contains("\ncreated by "))
 }
 
-/// `main` returns; SIGQUIT comes while the exit writes the trace. The exit
-/// wins: the dump is printed, and the exit goes on to its end, which writes
-/// to stderr (the trace's reader went away) and ends the process with
-/// `main`'s status.
+/// `main` returns; SIGQUIT comes while the exit writes the trace. The dump
+/// is printed, the exit's own work goes on to its end (it writes to stderr
+/// that the trace's reader went away), then the process ends with SIGQUIT's
+/// status 2.
 fn quit_while_main_exits(name: &str) -> Result<(), String> {
     let mut w = Watched::traced(name)?;
     w.until("main returned and the exit writes the trace", |w| {
@@ -643,8 +648,8 @@ fn quit_while_main_exits(name: &str) -> Result<(), String> {
     w.until("the dump", |w| w.stderr().contains(QUIT))?;
     w.close_trace();
     let r = w.finish();
-    if r.code != Some(0) || !r.stderr.starts_with(QUIT) || !dump_complete(&r.stderr) {
-        return Err(format!("expected the dump, then exit 0; got {}", r.outcome()));
+    if r.code != Some(2) || !r.stderr.starts_with(QUIT) || !dump_complete(&r.stderr) {
+        return Err(format!("expected the dump, then exit 2; got {}", r.outcome()));
     }
     if !r.stderr.contains("goro: writing the trace: ") {
         return Err(format!("the exit did not report the trace's error:\n{}", r.stderr));
@@ -653,8 +658,8 @@ fn quit_while_main_exits(name: &str) -> Result<(), String> {
 }
 
 /// A goroutine calls `process::exit(3)`; SIGQUIT comes while that exit writes
-/// the trace. The dump is printed and the exit ends the process with 3,
-/// the trace whole.
+/// the trace. The dump is printed, the trace written whole, and the process
+/// ends with SIGQUIT's status 2.
 fn quit_while_a_goroutine_exits(name: &str) -> Result<(), String> {
     let mut w = Watched::traced(name)?;
     w.until("the goroutine's exit writes the trace", |w| {
@@ -664,8 +669,8 @@ fn quit_while_a_goroutine_exits(name: &str) -> Result<(), String> {
     w.until("the dump", |w| dump_complete(&w.stderr()))?;
     let trace = w.drain_trace();
     let r = w.finish();
-    if r.code != Some(3) || !r.stderr.starts_with(QUIT) {
-        return Err(format!("expected the dump, then exit 3; got {}", r.outcome()));
+    if r.code != Some(2) || !r.stderr.starts_with(QUIT) {
+        return Err(format!("expected the dump, then exit 2; got {}", r.outcome()));
     }
     whole_trace(trace)
 }
@@ -704,6 +709,21 @@ fn quit_twice(name: &str) -> Result<(), String> {
         return Err(format!("expected one dump, then exit 2; got {}", r.outcome()));
     }
     whole_trace(trace)
+}
+
+/// SIGQUIT, then `main` returns at once, while the dump is being made: the
+/// exit waits for the dump and the process ends with 2 (no trace here).
+fn quit_just_before_main_returns(name: &str) -> Result<(), String> {
+    let mut w = Watched::spawn(name, &[], QUIT_PATIENCE);
+    w.until("main waits on stdin", |w| w.stdout().contains("READY"))?;
+    w.quit();
+    w.until("SIGQUIT delivered", |w| !w.quit_pending())?;
+    w.child.stdin = None; // main returns
+    let r = w.finish();
+    if r.code != Some(2) || !r.stderr.starts_with(QUIT) || !dump_complete(&r.stderr) {
+        return Err(format!("expected the dump, then exit 2; got {}", r.outcome()));
+    }
+    Ok(())
 }
 
 /// The trace read from the FIFO parses and ends with its totals.

@@ -85,7 +85,12 @@ pub struct RecvCase<'a, T> {
 }
 
 impl<'a, T> RecvCase<'a, T> {
-    pub fn new(rx: &'a Receiver<T>) -> Self {
+    /// # Safety
+    /// Only the `select!` expansion makes cases: each is a fresh local named
+    /// once in one [`select`] call, whose result is then taken at most once.
+    /// (A case made in safe code could be used against [`Case`]'s contract
+    /// through the macro's hidden helpers.)
+    pub unsafe fn new(rx: &'a Receiver<T>) -> Self {
         RecvCase {
             chan: &rx.chan,
             sudog: Sudog::new(None),
@@ -161,7 +166,9 @@ pub struct SendCase<'a, T> {
 }
 
 impl<'a, T> SendCase<'a, T> {
-    pub fn new(tx: &'a Sender<T>, value: T) -> Self {
+    /// # Safety
+    /// As [`RecvCase::new`]'s.
+    pub unsafe fn new(tx: &'a Sender<T>, value: T) -> Self {
         SendCase {
             chan: &tx.chan,
             sudog: Sudog::new(Some(value)),
@@ -263,12 +270,18 @@ impl Drop for LockSet<'_> {
 /// Runs a select over `cases`: returns with exactly one case marked selected, or
 /// none if `has_default` and nothing was ready. See the module docs.
 ///
-/// Safe code cannot call it:
+/// Safe code cannot call it, nor make a case to pass it or the macro's hidden
+/// helpers:
+///
+/// ```compile_fail,E0133
+/// let (_tx, rx) = goro::chan::bounded::<i32>(1);
+/// let case = unsafe { goro::chan::__private::RecvCase::new(&rx) };
+/// goro::chan::__private::select(&[&case, &case], true);
+/// ```
 ///
 /// ```compile_fail,E0133
 /// let (_tx, rx) = goro::chan::bounded::<i32>(1);
 /// let case = goro::chan::__private::RecvCase::new(&rx);
-/// goro::chan::__private::select(&[&case, &case], true);
 /// ```
 ///
 /// # Safety
@@ -581,12 +594,16 @@ macro_rules! __select_parse {
 macro_rules! __select_bind {
     ([$($bound:tt)*] $d:tt (recv ($r:expr) ($p:pat) $body:tt) $($rest:tt)*) => {
         let __op = &$r;
-        let __case = $crate::chan::__private::RecvCase::new(__op);
+        // SAFETY: a fresh local of this expansion, named once in its select;
+        // the operand was evaluated outside this block.
+        let __case = unsafe { $crate::chan::__private::RecvCase::new(__op) };
         $crate::__select_bind! { [$($bound)* (__case ($p) $body)] $d $($rest)* }
     };
     ([$($bound:tt)*] $d:tt (send ($s:expr, $v:expr) ($p:pat) $body:tt) $($rest:tt)*) => {
         let __op = &$s;
-        let __case = $crate::chan::__private::SendCase::new(__op, $v);
+        let __value = $v;
+        // SAFETY: as above.
+        let __case = unsafe { $crate::chan::__private::SendCase::new(__op, __value) };
         $crate::__select_bind! { [$($bound)* (__case ($p) $body)] $d $($rest)* }
     };
     ([$(($case:ident ($p:pat) $body:tt))*] ()) => {
@@ -616,7 +633,8 @@ mod tests {
     fn a_case_named_twice_is_refused_before_anything_is_queued() {
         let (tx, rx) = bounded::<u64>(0);
         let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let case = RecvCase::new(&rx);
+            // SAFETY: breaks `select`'s contract on purpose (below).
+            let case = unsafe { RecvCase::new(&rx) };
             let cases: [&dyn Case; 2] = [&case, &case];
             // SAFETY: breaks `select`'s contract on purpose: the check must
             // refuse it before any sudog is queued.

@@ -164,3 +164,104 @@ fn ten_thousand_goroutines_await_futures_woken_by_one_thread() {
     }
     waker_thread.join().unwrap();
 }
+
+/// A waker that counts its wakes and its live clones.
+#[derive(Default)]
+struct Counted {
+    wakes: AtomicUsize,
+    clones: AtomicUsize,
+}
+
+fn counted_waker(c: &Arc<Counted>) -> Waker {
+    use std::task::{RawWaker, RawWakerVTable};
+    unsafe fn clone(p: *const ()) -> RawWaker {
+        // SAFETY: `p` is an `Arc<Counted>`'s, kept alive by the test.
+        let c = unsafe { &*p.cast::<Counted>() };
+        c.clones.fetch_add(1, Ordering::SeqCst);
+        RawWaker::new(p, &VTABLE)
+    }
+    unsafe fn wake(p: *const ()) {
+        // SAFETY: as above.
+        unsafe { wake_by_ref(p) };
+        // SAFETY: as above.
+        unsafe { drop(p) };
+    }
+    unsafe fn wake_by_ref(p: *const ()) {
+        // SAFETY: as above.
+        unsafe { &*p.cast::<Counted>() }.wakes.fetch_add(1, Ordering::SeqCst);
+    }
+    unsafe fn drop(p: *const ()) {
+        // SAFETY: as above.
+        unsafe { &*p.cast::<Counted>() }.clones.fetch_sub(1, Ordering::SeqCst);
+    }
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop);
+    // SAFETY: the vtable keeps the counts; the Arc outlives every clone (the
+    // test holds it to the end).
+    let w = unsafe { Waker::from_raw(RawWaker::new(Arc::as_ptr(c).cast(), &VTABLE)) };
+    c.clones.fetch_add(1, Ordering::SeqCst);
+    w
+}
+
+#[test]
+fn a_join_handle_is_a_future_woken_when_its_goroutine_ends() {
+    let _w = crate::common::watchdog("join_handle_future", Duration::from_secs(60));
+    let c = Arc::new(Counted::default());
+    let waker = counted_waker(&c);
+    let mut cx = Context::from_waker(&waker);
+    let (tx, rx) = goro::chan::bounded::<()>(0);
+    let mut h = goro::go!(move || {
+        rx.recv().unwrap();
+        "done"
+    });
+    assert!(Pin::new(&mut h).poll(&mut cx).is_pending());
+    assert!(Pin::new(&mut h).poll(&mut cx).is_pending()); // replaces its waker
+    tx.send(()).unwrap();
+    while c.wakes.load(Ordering::SeqCst) == 0 {
+        std::thread::yield_now();
+    }
+    assert_eq!(c.wakes.load(Ordering::SeqCst), 1);
+    match Pin::new(&mut h).poll(&mut cx) {
+        Poll::Ready(r) => assert_eq!(r.unwrap(), "done"),
+        Poll::Pending => panic!("woken but not ready"),
+    }
+    let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Pin::new(&mut h).poll(&mut cx)));
+    assert!(again.is_err(), "polling after Ready must panic");
+    drop(h); // after Ready: releases nothing twice
+    drop(waker);
+    assert_eq!(c.clones.load(Ordering::SeqCst), 0, "a waker clone leaked");
+}
+
+#[test]
+fn dropping_a_pending_join_future_detaches_and_drops_its_waker() {
+    let c = Arc::new(Counted::default());
+    let waker = counted_waker(&c);
+    let mut cx = Context::from_waker(&waker);
+    let (tx, rx) = goro::chan::bounded::<()>(0);
+    let (done_tx, done_rx) = goro::chan::bounded::<()>(1);
+    let mut h = goro::go!(move || {
+        rx.recv().unwrap();
+        done_tx.send(()).unwrap();
+    });
+    assert!(Pin::new(&mut h).poll(&mut cx).is_pending());
+    drop(h);
+    assert_eq!(c.clones.load(Ordering::SeqCst), 1, "the handle kept its waker");
+    tx.send(()).unwrap();
+    done_rx.recv().unwrap(); // the detached goroutine runs on
+    assert_eq!(c.wakes.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn goroutines_awaited_from_async_code_and_from_block_on() {
+    let hs: Vec<_> = (0..100u64).map(|i| goro::go!(move || i * 2)).collect();
+    let sum = goro::block_on(async move {
+        let mut sum = 0;
+        for h in hs {
+            sum += h.await.unwrap();
+        }
+        sum
+    });
+    assert_eq!(sum, 99 * 100);
+    // From inside a goroutine too: only the goroutine waits.
+    let inner = goro::go!(|| goro::block_on(async { goro::go!(|| 5).await.unwrap() }));
+    assert_eq!(inner.join().unwrap(), 5);
+}

@@ -245,3 +245,45 @@ fn a_goroutine_without_a_stack_drops_its_closure_as_a_plain_thread() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-OK"), "{stderr}");
     assert!(stderr.contains("a destructor that panics"), "{stderr}");
 }
+
+/// An M whose OS thread cannot be started is a fatal error with Go's status
+/// 2, not an abort: here destructors of goroutines that could not start (no
+/// room for their stacks) block their Ms for good, each blocked M's P goes to
+/// a new M, and the address-space limit then refuses a thread.
+#[test]
+fn no_thread_for_an_m_is_a_fatal_error_with_status_2() {
+    /// Blocks its thread for good when dropped (a plain-thread context).
+    struct BlocksForever(goro::chan::Receiver<()>);
+    impl Drop for BlocksForever {
+        fn drop(&mut self) {
+            let _ = self.0.recv();
+        }
+    }
+    if common::is_child() {
+        let _w = common::watchdog("no_thread_for_an_m", Duration::from_secs(60));
+        goro::runtime::Config::new().procs(2).init().unwrap();
+        go!(|| ()).join().unwrap();
+        let (tx, rx) = goro::chan::bounded::<()>(0);
+        common::limit_address_space(64 << 20);
+        let huge = || Builder::new().stack_size(1 << 30);
+        let hs: Vec<_> = (0..2000)
+            .map(|_| {
+                let b = BlocksForever(rx.clone());
+                go!(huge(), move || drop(b)).unwrap()
+            })
+            .collect();
+        drop(hs);
+        // The sender stays: the destructors block until the process ends.
+        let _kept = tx;
+        loop {
+            std::thread::park();
+        }
+    }
+    let out = common::run_child_in(module_path!(), "no_thread_for_an_m_is_a_fatal_error_with_status_2", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{:?}\n{stderr}", out.status);
+    assert!(
+        stderr.contains("fatal error: goro: cannot start an OS thread for M"),
+        "{stderr}"
+    );
+}

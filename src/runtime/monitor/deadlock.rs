@@ -43,6 +43,16 @@
 //! When only threads goro does not know stand in the way, it looks again after
 //! 100 ms, doubling to 1 s, for as long as nothing else changes: such a thread
 //! may exit without any event goro would see.
+//!
+//! # SIGQUIT and the exit
+//! The handler only marks SIGQUIT received (`QUIT`) and writes an event; the
+//! reporter makes the dump, writes it, and exits with status 2. An exit that
+//! begins meanwhile (`main` returns, `process::exit`) runs an at-exit step
+//! registered before the `GORO_TRACE` writer's, so after it: it waits (at most
+//! `QUIT_DUMP_BOUND`) for the dump and ends the process with 2. The
+//! reporter's own exit skips that step (its dump, or its deadlock report, is
+//! the one being written). Orderings: `QUIT` is written with Release after
+//! the dump's bytes and read with Acquire.
 
 use crate::runtime::proc::observers::{self, send, EVENT_CHECK, EVENT_SIGQUIT};
 use crate::runtime::proc::state::Sched;
@@ -51,6 +61,7 @@ use crate::runtime::sys::os_threads;
 use crate::runtime::task::g::Status;
 use crate::runtime::task::ids::WaitReason;
 use crate::runtime::wait::thread_waits;
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 use std::time::Duration;
 
 /// The second look comes this long after the first.
@@ -61,6 +72,18 @@ const MIN_LOOK_GAP: Duration = Duration::from_millis(10);
 /// doubling up to the last.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(1);
+/// How long an exit waits for a SIGQUIT's dump (one stuck writing to a pipe
+/// nobody reads must not keep the process alive).
+const QUIT_DUMP_BOUND: Duration = Duration::from_secs(30);
+
+/// SIGQUIT's progress: none, received (the reporter is making the dump),
+/// dump written.
+const QUIT_NONE: u8 = 0;
+const QUIT_RECEIVED: u8 = 1;
+const QUIT_DUMPED: u8 = 2;
+static QUIT: AtomicU8 = AtomicU8::new(QUIT_NONE);
+/// The reporter thread's kernel id (0 until it runs).
+static REPORTER_TID: AtomicI32 = AtomicI32::new(0);
 
 /// Starts the reporter thread and, unless the program handles SIGQUIT itself,
 /// the SIGQUIT handler. Called once, at the runtime's start.
@@ -86,8 +109,35 @@ pub(crate) fn start(s: &'static Sched) {
     install_sigquit();
 }
 
+/// Async-signal-safe: an atomic and a pipe write. A second SIGQUIT while the
+/// first is handled changes nothing.
 extern "C" fn on_sigquit(_sig: libc::c_int) {
-    send(EVENT_SIGQUIT);
+    if QUIT
+        .compare_exchange(QUIT_NONE, QUIT_RECEIVED, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        send(EVENT_SIGQUIT);
+    }
+}
+
+/// Run by `exit` (main's return, a `process::exit`), after the handlers
+/// registered later (the `GORO_TRACE` writer): a SIGQUIT received before this
+/// point has its dump printed and ends the process with status 2, as Go's
+/// does, rather than being lost to an exit that was about to happen. The
+/// reporter's own exit (SIGQUIT's, the deadlock report's) goes on as it is.
+extern "C" fn finish_quit_at_exit() {
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    if QUIT.load(Ordering::Acquire) == QUIT_NONE || REPORTER_TID.load(Ordering::Acquire) == me {
+        return;
+    }
+    let deadline = std::time::Instant::now() + QUIT_DUMP_BOUND;
+    while QUIT.load(Ordering::Acquire) != QUIT_DUMPED && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: `_exit` ends the process; the handlers registered before this
+    // one (none of goro's) are skipped, as SIGQUIT's default action would.
+    unsafe { libc::_exit(2) }
 }
 
 /// Installs the SIGQUIT handler unless the program installed its own. An
@@ -104,6 +154,11 @@ fn install_sigquit() {
     if current.sa_sigaction != libc::SIG_DFL && current.sa_sigaction != libc::SIG_IGN {
         return; // the program's own handler: left alone
     }
+    // Registered before the `GORO_TRACE` writer's, so it runs after it.
+    // SAFETY: registers a plain `extern "C" fn()`.
+    if unsafe { libc::atexit(finish_quit_at_exit) } != 0 {
+        eprintln!("goro: a SIGQUIT that comes as the process exits may end it without its dump");
+    }
     // SAFETY: a zeroed sigaction filled in with a valid one-argument handler.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
@@ -118,6 +173,8 @@ fn install_sigquit() {
 /// The reporter thread: waits for events and handles them.
 fn serve(s: &'static Sched, read_fd: i32) {
     let _runtime_thread = os_threads::register();
+    // SAFETY: gettid has no preconditions.
+    REPORTER_TID.store(unsafe { libc::gettid() }, Ordering::Release);
     // While a thread goro does not know blocks the report, look again now and
     // then: it may exit or start a goro wait (which pokes), or linger.
     let mut retry: Option<Duration> = None;
@@ -143,7 +200,10 @@ fn serve(s: &'static Sched, read_fd: i32) {
         };
         let events = &events[..usize::try_from(n).unwrap_or(0)];
         if events.contains(&EVENT_SIGQUIT) {
-            die(&format!("SIGQUIT: quit\n\n{}", super::dump::dump_text()));
+            let text = format!("SIGQUIT: quit\n\n{}", super::dump::dump_text());
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+            QUIT.store(QUIT_DUMPED, Ordering::Release);
+            die("");
         }
         let retry_due = ready == 0 && retry.is_some();
         if !events.contains(&EVENT_CHECK) && !retry_due {

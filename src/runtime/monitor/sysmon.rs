@@ -141,8 +141,7 @@ pub(crate) fn start(s: &'static Sched) {
         .name("goro-sysmon".into())
         .spawn(move || run(s));
     if let Err(e) = spawned {
-        eprintln!("goro: fatal: cannot start the sysmon thread: {e}");
-        std::process::abort();
+        crate::runtime::sys::fatal::die_now(&format!("fatal error: goro: cannot start the sysmon thread: {e}\n"));
     }
 }
 

@@ -378,7 +378,9 @@ pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
         });
     if let Err(e) = res {
         // Without a thread nothing can run the P's work; Go throws here too.
-        eprintln!("goro: fatal: cannot start an OS thread for M{}: {e}", m.id());
-        std::process::abort();
+        crate::runtime::sys::fatal::die_now(&format!(
+            "fatal error: goro: cannot start an OS thread for M{}: {e}\n",
+            m.id()
+        ));
     }
 }

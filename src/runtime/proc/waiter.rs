@@ -1,5 +1,5 @@
-//! The records a wait leaves for its waker: [`Waiter`] (a parked G or a
-//! blocked plain thread, packable into one word) and [`Claim`] (one wait that
+//! The records a wait leaves for its waker: [`Waiter`] (a parked G, a
+//! blocked plain thread, or an async task's `Waker`, packable into one word) and [`Claim`] (one wait that
 //! several parties may end: the first to claim it wakes the waiter). Waking
 //! one is the scheduler's (`sched/ready.rs`, `Waiter::wake`); the protocol
 //! both halves follow is in `wait/park.rs`.
@@ -47,16 +47,21 @@ impl Claim {
     }
 }
 
-/// Something that can be woken: a parked G or a blocked thread.
+/// Something that can be woken: a parked G, a blocked thread, or a task of
+/// any async executor awaiting a goro record (a `JoinHandle` polled as a
+/// future), woken through its `Waker`.
 #[derive(Clone)]
 pub(crate) enum Waiter {
     G(GRef),
     Thread(Arc<ThreadWaiter>),
+    Task(std::task::Waker),
 }
 
-/// Tag bit of a packed thread waiter (G headers and `ThreadWaiter`s are at least
-/// 8-aligned, so bit 0 of their addresses is free).
+/// Tag bits of a packed waiter: G headers, `ThreadWaiter`s and boxed `Waker`s
+/// are at least 8-aligned, so the two low bits of their addresses are free.
 const THREAD_TAG: usize = 1;
+const TASK_TAG: usize = 2;
+const TAGS: usize = THREAD_TAG | TASK_TAG;
 
 /// A plain thread's side of a wait.
 pub(crate) struct ThreadWaiter {
@@ -100,6 +105,7 @@ impl Waiter {
         match self {
             Waiter::G(g) => g.as_ptr().as_ptr() as usize,
             Waiter::Thread(t) => Arc::into_raw(t) as usize | THREAD_TAG,
+            Waiter::Task(w) => Box::into_raw(Box::new(w)) as usize | TASK_TAG,
         }
     }
 
@@ -110,10 +116,15 @@ impl Waiter {
     pub(crate) unsafe fn from_raw(raw: usize) -> Option<Waiter> {
         if raw == 0 {
             None
-        } else if raw & THREAD_TAG != 0 {
+        } else if raw & TAGS == THREAD_TAG {
             // SAFETY: made by Arc::into_raw in `into_raw`, unpacked once.
             Some(Waiter::Thread(unsafe {
-                Arc::from_raw((raw & !THREAD_TAG) as *const ThreadWaiter)
+                Arc::from_raw((raw & !TAGS) as *const ThreadWaiter)
+            }))
+        } else if raw & TAGS == TASK_TAG {
+            // SAFETY: made by Box::into_raw in `into_raw`, unpacked once.
+            Some(Waiter::Task(*unsafe {
+                Box::from_raw((raw & !TAGS) as *mut std::task::Waker)
             }))
         } else {
             GRef::from_raw(raw as *const G).map(Waiter::G)

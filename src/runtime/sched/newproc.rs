@@ -307,14 +307,29 @@ impl<T> JoinSlot<T> {
         unsafe { (*self.result.get()).take() }
     }
 
-    /// Stores the joiner's packed waiter (`Waiter::into_raw`), which the G
-    /// wakes once it has stored its result.
+    /// Stores the joiner's waiter, which the G wakes once it has stored its
+    /// result, and returns the one stored before (a future's earlier poll), to
+    /// be dropped once the lock is released.
     ///
     /// # Safety
     /// The caller holds the slot lock.
-    pub(crate) unsafe fn set_waiter(&self, raw: usize) {
+    pub(crate) unsafe fn replace_waiter(&self, w: Waiter) -> Option<Waiter> {
         // SAFETY: the caller's contract.
-        unsafe { *self.waiter.get() = raw };
+        let earlier = unsafe { self.take_waiter() };
+        // SAFETY: as above.
+        unsafe { *self.waiter.get() = w.into_raw() };
+        earlier
+    }
+
+    /// Takes the stored waiter out (a handle detached while a future of it
+    /// was pending), to be dropped once the lock is released.
+    ///
+    /// # Safety
+    /// The caller holds the slot lock.
+    pub(crate) unsafe fn take_waiter(&self) -> Option<Waiter> {
+        // SAFETY: the caller's contract; the word was packed by
+        // `replace_waiter` and is unpacked once, here.
+        unsafe { Waiter::from_raw(std::mem::take(&mut *self.waiter.get())) }
     }
 
     fn new() -> Self {

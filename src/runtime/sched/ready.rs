@@ -17,6 +17,9 @@ impl Waiter {
         match self {
             Waiter::G(g) => ready(g),
             Waiter::Thread(t) => t.wake(),
+            // An executor's code, called from goro's wake paths: a panic in it
+            // is printed by the hook and goes no further.
+            Waiter::Task(w) => drop(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake()))),
         }
     }
 }

@@ -35,8 +35,7 @@ pub(crate) fn start() {
     STARTED.call_once(|| {
         let spawned = std::thread::Builder::new().name("goro-template".into()).spawn(serve);
         if let Err(e) = spawned {
-            eprintln!("goro: fatal: cannot start the template thread: {e}");
-            std::process::abort();
+            crate::runtime::sys::fatal::die_now(&format!("fatal error: goro: cannot start the template thread: {e}\n"));
         }
     });
 }

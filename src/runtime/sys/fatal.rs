@@ -12,16 +12,27 @@ use std::io::{self, Write as _};
 /// `exit`, so a `GORO_TRACE` trace is written out first.
 ///
 /// If another thread is already exiting (`main` returned, a goroutine called
-/// `process::exit`), that exit wins: a second `exit` cannot run beside it
-/// (glibc's is not thread-safe, so std's `process::exit` on a second thread
-/// waits for the process to end), and cutting it short would lose its at-exit
-/// work, such as the trace. The process then ends with that exit's status.
-/// Hence nothing is held here across `exit` (stderr is unbuffered, and written
+/// `process::exit`), this `exit` waits: a second `exit` cannot run beside the
+/// first (glibc's is not thread-safe, so std's `process::exit` on a second
+/// thread waits for the process to end), and cutting it short would lose its
+/// at-exit work, such as the trace. (SIGQUIT's dump then ends that exit with
+/// status 2 from its own at-exit step: `monitor/deadlock.rs`.) Hence nothing
+/// is held here across `exit` (stderr is unbuffered, and written
 /// without its lock kept): that exit may still write to stderr (a trace that
 /// could not be written says so).
 pub(crate) fn die(text: &str) -> ! {
     let _ = std::io::stderr().write_all(text.as_bytes());
     std::process::exit(2)
+}
+
+/// Prints `text` to stderr and ends the process at once with status 2, running
+/// no `atexit` work: for a runtime that cannot go on from where it is (no OS
+/// thread for an M), whose exit handlers (the trace's writer) might wait on
+/// the very runtime that failed. Go's `throw` ends the process the same way.
+pub(crate) fn die_now(text: &str) -> ! {
+    let _ = std::io::stderr().write_all(text.as_bytes());
+    // SAFETY: `_exit` ends the process; nothing of ours runs after it.
+    unsafe { libc::_exit(2) }
 }
 
 /// What to add to an error's text when it is a limit on open files that

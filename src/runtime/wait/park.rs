@@ -69,6 +69,7 @@ impl Parker {
                 drop(unlock);
                 sleep_thread(&t, reason);
             }
+            Waiter::Task(_) => unreachable!("a Parker is a G's or a thread's"),
         }
     }
 }
@@ -98,6 +99,7 @@ impl Parker {
                 drop(unlock);
                 park_thread_timeout(&t, reason, claim, timeout);
             }
+            Waiter::Task(_) => unreachable!("a Parker is a G's or a thread's"),
         }
     }
 }
