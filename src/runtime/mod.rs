@@ -124,20 +124,29 @@
 // them, `sched()` assumes it. A plain thread that waits before any of these
 // (on a `goro::sync` type alone) has no deadlock check watching it.
 //
-// # One G from `go!` to its exit
+// # One G from `go!` to its exit and its join: 12 files
 //
-// src/spawn.rs (`go!`, Builder's checks) → sched/newproc.rs (`newproc`: a
-// header from proc/p.rs `gfget`, the task block, task/g.rs `G::init`, the
-// P's `runnext` in queue/runq.rs) → sched/mpark.rs (`wakep`: an idle M's
-// note, or a new thread from proc/m.rs) → sched/schedule.rs (`run`,
-// `find_runnable`, `execute`: a stack from task/stack_pool.rs, `G::resume`)
-// → sched/newproc.rs (`Task::run`: the body) → a wait: wait/waitq.rs, wait/park.rs
-// (`Parker::park`) → sched/switch.rs (`switch_out`) → back in `execute`,
-// which drops the waiter's lock → a waker: sched/ready.rs (`Waiter::wake`,
-// `ready` into its P's `runnext`) → `execute` again → the body returns:
-// sched/newproc.rs (`JoinSlot::complete` wakes the joiner) → `execute` puts
-// the stack in its P's cache → schedule.rs `exit_g` (`G::finish`; the header
-// back through proc/p.rs `gfput`).
+//  1. src/spawn.rs: `go!`, Builder's checks, the runtime started.
+//  2. sched/newproc.rs: `newproc`, the task block (closure, join slot);
+//  3. proc/p.rs: a header from the P's free list (`gfget`);
+//  4. task/g.rs: `G::init`;
+//  5. queue/runq.rs: the P's `runnext`;
+//  6. sched/mpark.rs: `wakep`, an idle M's note;
+//  7. proc/m.rs: or a new M's thread, which runs the loop:
+//  8. sched/schedule.rs: `run`, `find_runnable`, `execute`: a stack from
+//  9. task/stack_pool.rs, then `G::resume` (task/g.rs) runs
+//     `Task::run` (sched/newproc.rs): the body, its result into the join
+//     slot (`JoinSlot::complete`).
+//     Meanwhile the joiner, in `JoinHandle::join` (src/spawn.rs), waits:
+// 10. wait/park.rs: `Parker::park`, the G marked waiting;
+// 11. sched/switch.rs: `switch_out` to its M's loop, where `execute` drops
+//     the slot's lock; `complete` wakes it:
+// 12. sched/ready.rs: `Waiter::wake`, `ready` into the waker's P's `runnext`.
+//     The body's G, back in `execute`, gives its stack to the P's cache
+//     (task/stack_pool.rs) and `exit_g` (sched/schedule.rs) finishes it:
+//     `G::finish`, the header back through `gfput` (proc/p.rs).
+// A channel wait is the joiner's shape with a sudog in a queue
+// (wait/waitq.rs) between 10 and 11.
 
 mod boot;
 #[cfg(all(test, loom))]
