@@ -264,7 +264,9 @@ fn no_thread_for_an_m_is_a_fatal_error_with_status_2() {
         goro::runtime::Config::new().procs(2).init().unwrap();
         go!(|| ()).join().unwrap();
         let (tx, rx) = goro::chan::bounded::<()>(0);
-        common::limit_address_space(64 << 20);
+        // Less room than an M's thread stack (std's 2 MiB): the first new M's
+        // thread cannot be made, before it could run any code of its own.
+        common::limit_address_space(1 << 20);
         let huge = || Builder::new().stack_size(1 << 30);
         let hs: Vec<_> = (0..2000)
             .map(|_| {
