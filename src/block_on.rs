@@ -5,27 +5,28 @@
 //! only the goroutine waits and its M runs others.
 //!
 //! # The wait record and its wakers
-//! Each call waits on a [`Signal`]: a `RawMutex`-guarded record holding the
-//! parked caller's [`Waiter`] or a `notified` flag. Every `Waker` handed to
-//! the future is a reference to that one record, never to the goroutine, so a
-//! waker the future keeps after `block_on` returned can only touch that old
-//! record: it can never ready the goroutine in a later, unrelated wait. The
-//! record is on the heap (an `Arc`, the wakers' count) and is reused by the
-//! next `block_on` of the same goroutine or thread only while no waker of it is
-//! left (`Arc::get_mut`), so a ready future costs no allocation.
+//! A call waits on a [`Signal`]: a `RawMutex`-guarded record holding the
+//! parked caller's [`Waiter`] or a `notified` flag. Every `Waker` the future
+//! can keep is a reference to that one record, never to the goroutine, so a
+//! waker kept after `block_on` returned can only touch that old record: it
+//! never readies the goroutine in a later, unrelated wait. The record is on
+//! the heap (an `Arc`: the wakers' count), made the first time the future
+//! clones its waker. Until then the future sees a waker on the caller's stack
+//! ([`FirstPoll`]) that can only be borrowed for a poll: a future that is
+//! ready without keeping a waker costs no allocation.
 //!
 //! A wake takes the lock and either takes the parked caller's waiter and
 //! wakes it (after unlocking), or, if the caller is not parked (it is polling,
 //! or about to park), sets `notified`. The caller checks `notified` under the
 //! same lock before it parks. So a wake before the park, during a poll, or
 //! from several threads at once causes at most one extra poll, and is never
-//! lost (`loom_block_on_*` in `src/loom_models.rs`).
+//! lost.
 
 use crate::runtime::wait::{Guarded, Parker, WaitReason, Waiter};
-use std::cell::RefCell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
@@ -59,9 +60,53 @@ impl Signal {
     }
 }
 
-crate::local! {
-    /// The record the next `block_on` of this goroutine (or thread) reuses.
-    static SPARE: RefCell<Option<Arc<Signal>>> = const { RefCell::new(None) };
+/// The waker of a call's polls, on the caller's stack: borrowed by each poll
+/// (a `Context` only lends it), it makes the call's [`Signal`] the first time
+/// it is cloned, and every clone is a reference to that `Signal`. Atomics: a
+/// poll may lend it to threads it starts and joins within the poll.
+struct FirstPoll {
+    /// The call's record once made (an `Arc::into_raw`, one reference owned
+    /// here), else null.
+    signal: AtomicPtr<Signal>,
+    /// Woken by reference before any clone existed: poll again.
+    notified: AtomicBool,
+}
+
+impl FirstPoll {
+    /// The call's record, made now if no clone made it.
+    fn signal(&self) -> Arc<Signal> {
+        let mut p = self.signal.load(Ordering::Acquire);
+        if p.is_null() {
+            let new = Arc::into_raw(Arc::new(Signal::new())).cast_mut();
+            p = match self
+                .signal
+                .compare_exchange(std::ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => new,
+                Err(theirs) => {
+                    // SAFETY: `new` came from `Arc::into_raw` above and was not shared.
+                    drop(unsafe { Arc::from_raw(new) });
+                    theirs
+                }
+            };
+        }
+        // SAFETY: `p` is the record this struct holds a reference to until it
+        // drops; one more is counted for the caller.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
+    }
+}
+
+impl Drop for FirstPoll {
+    fn drop(&mut self) {
+        let p = *self.signal.get_mut();
+        if !p.is_null() {
+            // SAFETY: the reference this struct owned, released once.
+            drop(unsafe { Arc::from_raw(p) });
+        }
+    }
 }
 
 /// Runs `fut` to completion on the current goroutine's stack and returns its
@@ -119,17 +164,27 @@ crate::local! {
 /// A panic in the future's `poll` unwinds out of `block_on`, as from any call.
 pub fn block_on<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
-    let signal = take_spare();
-    // The wakers' vtable counts references on `signal`'s Arc; this one is
-    // borrowed from our own reference and never dropped.
-    // SAFETY: the data pointer is a live `Arc<Signal>`'s, which `signal` keeps
-    // alive for as long as `waker` is used; `VTABLE` follows the Arc's rules.
-    let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker(&signal)) });
+    let first = FirstPoll {
+        signal: AtomicPtr::new(std::ptr::null_mut()),
+        notified: AtomicBool::new(false),
+    };
+    // Borrowed by each poll only (a `Context` lends it), never dropped.
+    // SAFETY: the data pointer is `first`'s, which outlives every poll, and
+    // `FIRST_VTABLE`'s functions never take ownership of it.
+    let waker = ManuallyDrop::new(unsafe {
+        Waker::from_raw(RawWaker::new((&first as *const FirstPoll).cast(), &FIRST_VTABLE))
+    });
     let mut cx = Context::from_waker(&waker);
-    let out = loop {
+    loop {
         if let Poll::Ready(out) = poll_once(fut.as_mut(), &mut cx) {
-            break out;
+            return out;
         }
+        // After the poll nobody holds `first` any more: only the record's
+        // clones can wake us, under its lock.
+        if first.notified.swap(false, Ordering::Relaxed) {
+            continue;
+        }
+        let signal = first.signal();
         let mut st = signal.0.lock();
         if std::mem::take(&mut st.notified) {
             continue; // woken meanwhile: poll again
@@ -137,9 +192,7 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
         let parker = Parker::new();
         st.waiter = Some(parker.waiter());
         parker.park(WaitReason::Future, st);
-    };
-    put_spare(signal);
-    out
+    }
 }
 
 /// One poll, in a frame of its own (see "Futures and thread-locals").
@@ -151,36 +204,38 @@ fn poll_once<F: Future>(fut: std::pin::Pin<&mut F>, cx: &mut Context<'_>) -> Pol
     r
 }
 
-/// A record with no waker left from an earlier call, or a new one.
-fn take_spare() -> Arc<Signal> {
-    let spare = SPARE.with(|s| s.borrow_mut().take());
-    match spare {
-        Some(mut sig) => match Arc::get_mut(&mut sig) {
-            Some(unshared) => {
-                unshared.0.get_mut().notified = false;
-                sig
-            }
-            None => Arc::new(Signal::new()),
-        },
-        None => Arc::new(Signal::new()),
+/// The record's wakers: each owns one reference to the `Arc<Signal>`.
+static VTABLE: RawWakerVTable = RawWakerVTable::new(clone_waker, wake_waker, wake_by_ref_waker, drop_waker);
+
+/// The stack waker's: borrowed only, so `wake` and `drop` never run on it
+/// with ownership (a `Context` lends `&Waker`); a clone is a record waker.
+static FIRST_VTABLE: RawWakerVTable =
+    RawWakerVTable::new(clone_first, wake_by_ref_first, wake_by_ref_first, drop_first);
+
+/// # Safety
+/// `p` is a live `FirstPoll`'s (it outlives every poll that lends it).
+unsafe fn clone_first(p: *const ()) -> RawWaker {
+    // SAFETY: the caller's contract.
+    let signal = unsafe { &*p.cast::<FirstPoll>() }.signal();
+    RawWaker::new(Arc::into_raw(signal).cast(), &VTABLE)
+}
+
+/// # Safety
+/// As [`clone_first`].
+unsafe fn wake_by_ref_first(p: *const ()) {
+    // SAFETY: the caller's contract.
+    let first = unsafe { &*p.cast::<FirstPoll>() };
+    let sig = first.signal.load(Ordering::Acquire);
+    if sig.is_null() {
+        first.notified.store(true, Ordering::Relaxed);
+    } else {
+        // SAFETY: `first` holds a reference to this record while it lives.
+        unsafe { &*sig }.wake();
     }
 }
 
-/// Keeps `signal` for the next call, unless a nested call already put one back.
-fn put_spare(signal: Arc<Signal>) {
-    SPARE.with(|s| {
-        let mut s = s.borrow_mut();
-        if s.is_none() {
-            *s = Some(signal);
-        }
-    });
-}
-
-static VTABLE: RawWakerVTable = RawWakerVTable::new(clone_waker, wake_waker, wake_by_ref_waker, drop_waker);
-
-fn raw_waker(signal: &Arc<Signal>) -> RawWaker {
-    RawWaker::new(Arc::as_ptr(signal).cast(), &VTABLE)
-}
+/// Never owned: nothing to release.
+unsafe fn drop_first(_: *const ()) {}
 
 /// # Safety
 /// `p` is the pointer of a live `Arc<Signal>` (the waker's reference).

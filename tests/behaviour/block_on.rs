@@ -265,3 +265,24 @@ fn goroutines_awaited_from_async_code_and_from_block_on() {
     let inner = goro::go!(|| goro::block_on(async { goro::go!(|| 5).await.unwrap() }));
     assert_eq!(inner.join().unwrap(), 5);
 }
+
+#[test]
+fn the_poll_s_waker_may_be_used_by_threads_the_poll_joins() {
+    // Woken by reference from a scoped thread, before any clone exists.
+    let (f, _) = countdown(100, |w: &Waker| {
+        std::thread::scope(|s| {
+            s.spawn(|| w.wake_by_ref());
+        })
+    });
+    assert_eq!(goro::go!(move || goro::block_on(f)).join().unwrap(), 101);
+    // Cloned by two scoped threads at once, each clone woken later.
+    let (f, _) = countdown(100, |w: &Waker| {
+        let clones: Vec<Waker> = std::thread::scope(|s| {
+            let a = s.spawn(|| w.clone());
+            let b = s.spawn(|| w.clone());
+            vec![a.join().unwrap(), b.join().unwrap()]
+        });
+        std::thread::spawn(move || clones.into_iter().for_each(Waker::wake));
+    });
+    assert_eq!(goro::go!(move || goro::block_on(f)).join().unwrap(), 101);
+}

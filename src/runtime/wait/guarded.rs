@@ -37,12 +37,6 @@ impl<S> Guarded<S> {
         }
     }
 
-    /// The state, without the lock: `&mut self` already excludes every other
-    /// user.
-    pub(crate) fn get_mut(&mut self) -> &mut S {
-        self.state.get_mut()
-    }
-
     pub(crate) fn lock(&self) -> Locked<'_, S> {
         Locked {
             _guard: self.lock.guard(),
