@@ -72,7 +72,9 @@ fn woken_by_a_goroutine(iters: u64) -> Duration {
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("block_on");
     g.bench_function("ready", |b| b.iter_custom(ready));
-    g.bench_function("pending_once_woken_by_a_goroutine", |b| b.iter_custom(woken_by_a_goroutine));
+    g.bench_function("pending_once_woken_by_a_goroutine", |b| {
+        b.iter_custom(woken_by_a_goroutine)
+    });
     g.finish();
 }
 
