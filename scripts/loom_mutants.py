@@ -30,6 +30,8 @@ MUTANTS = [
     ("select leaves losers queued", "src/chan/select.rs", "            unsafe { c.unregister() };", "            let _ = c;", "loom_select_takes"),
     ("once: done stored before running", "src/sync/once.rs", "        st.running = true;\n        drop(st);", "        st.running = true;\n        self.done.store(true, Ordering::Release);\n        drop(st);", "loom_once"),
     ("note wake skips futex", "src/runtime/sys/note.rs", "            futex::wake_one(&self.state);", "            // none", "loom_global"),
+    ("block_on parks without checking notified", "src/block_on.rs", "        if std::mem::take(&mut st.notified) {", "        if false && std::mem::take(&mut st.notified) {", "loom_block_on"),
+    ("block_on wake sets no flag for a polling caller", "src/block_on.rs", "            None => st.notified = true,", "            None => {}", "loom_block_on"),
 ]
 
 
