@@ -22,7 +22,7 @@ const ROUNDS: usize = 300;
 #[test]
 fn one_m_wakes_per_sparse_request() {
     common::init_procs(2);
-    let _wd = common::watchdog("one_m_wakes_per_sparse_request", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let server = goro::go!(move || {

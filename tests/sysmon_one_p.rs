@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn a_blocking_call_does_not_stop_the_other_gs() {
     common::init_procs(1);
-    let _w = common::watchdog("blocking handoff", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let before = goro::runtime::stats().syscall_handoffs;
     let count = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
@@ -47,7 +47,7 @@ fn a_blocking_call_does_not_stop_the_other_gs() {
 #[test]
 fn a_cpu_hog_does_not_stop_a_timer_driven_g() {
     common::init_procs(1);
-    let _w = common::watchdog("hog retake", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let before = goro::runtime::stats().preempt_retakes;
     let hogging = Arc::new(AtomicBool::new(true));
     let ticks = Arc::new(AtomicU64::new(0));
@@ -96,7 +96,7 @@ fn a_cpu_hog_does_not_stop_a_timer_driven_g() {
 #[test]
 fn a_hog_calling_goro_yields_when_flagged() {
     common::init_procs(1);
-    let _w = common::watchdog("cooperative preemption", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let (tx, rx) = goro::chan::bounded::<u64>(1);
     let other_ran = Arc::new(AtomicBool::new(false));
     let o = other_ran.clone();

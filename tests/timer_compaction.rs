@@ -12,7 +12,7 @@ use std::time::Duration;
 #[test]
 fn compaction_drops_user_closures_with_no_lock_held() {
     common::init_procs(1);
-    let _w = common::watchdog("timer compaction", Duration::from_secs(20));
+    let _w = common::watchdog(Duration::from_secs(20));
     let r = goro::go!(|| {
         let (tx, rx) = goro::chan::bounded::<()>(0);
         let t = goro::time::after_func(Duration::from_secs(3600), move || {

@@ -42,7 +42,7 @@ fn m_sleeps_per_timer(sleepers: usize) -> f64 {
 #[test]
 fn one_m_wake_up_per_timer() {
     common::init_procs(2);
-    let _wd = common::watchdog("one_m_wake_up_per_timer", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let alone = m_sleeps_per_timer(1);
     assert!(alone < 1.5, "one sleeper: {alone:.2} M sleeps per timer");
     // Two sleepers: usually 1.2-1.4, now and then up to 1.8 (the two timers'

@@ -37,7 +37,7 @@ fn timed_sleep(d: Duration) -> goro::JoinHandle<Duration> {
 #[test]
 fn timers_fire_while_a_g_computes() {
     common::init_procs(2);
-    let _wd = common::watchdog("timers_fire_while_a_g_computes", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     far_timer();
     near_timer();
 }

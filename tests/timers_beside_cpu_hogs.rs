@@ -18,7 +18,7 @@ const TICKS: usize = 300;
 #[test]
 fn sleep_is_on_time_beside_cpu_hogs() {
     common::init_procs(2);
-    let _wd = common::watchdog("sleep_is_on_time_beside_cpu_hogs", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     // A G parked on a socket: the network is in use.
     let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let _client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();

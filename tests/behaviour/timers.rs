@@ -147,7 +147,7 @@ fn huge_durations_never_fire_and_never_panic() {
 /// after the final stop nothing is received.
 #[test]
 fn stop_and_reset_race_with_firing() {
-    let _w = common::watchdog("timer races", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let timers: Arc<Vec<Timer>> = Arc::new((0..16).map(|_| Timer::new(Duration::from_micros(100))).collect());
     let hs: Vec<_> = (0..8)
         .map(|g| {

@@ -81,7 +81,7 @@ fn busy_work() {
 fn go_test_semaphore() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_semaphore", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let sem: &'static Semaphore = Box::leak(Box::new(Semaphore::new(1)));
         let inside = Arc::new(AtomicUsize::new(0));
@@ -121,7 +121,7 @@ fn hammer_mutex(m: &Mutex<u64>, loops: usize) {
 fn go_test_mutex() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_mutex", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     fn body() {
         let m = Arc::new(Mutex::new(0u64));
         let (done_tx, done_rx) = chan::bounded::<bool>(0);
@@ -151,7 +151,7 @@ fn go_test_mutex() {
 fn go_test_mutex_misuse_guard_equivalents() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_mutex_misuse", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let m: &'static Mutex<u32> = Box::leak(Box::new(Mutex::new(0)));
         let (tx, rx) = chan::bounded(0);
@@ -190,7 +190,7 @@ fn go_test_mutex_misuse_guard_equivalents() {
 fn go_test_mutex_fairness() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_mutex_fairness", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let mu = Arc::new(Mutex::new(()));
         let (stop_tx, stop_rx) = chan::bounded::<bool>(0);
@@ -243,7 +243,7 @@ fn go_test_mutex_fairness() {
 fn go_test_parallel_readers() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_parallel_readers", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     fn parallel_readers(readers: usize) {
         let m = Arc::new(RwLock::new(()));
         let (locked_tx, locked_rx) = chan::bounded::<bool>(0);
@@ -350,7 +350,7 @@ fn hammer_rwmutex(readers: usize, iterations: usize, yield_inside: bool) {
 fn go_test_rwmutex() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_rwmutex", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         for yield_inside in [false, true] {
             for readers in [1, 3, 10, 5] {
@@ -368,7 +368,7 @@ fn go_test_rwmutex() {
 fn go_test_rlocker() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_rlocker", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         type Reads = (RwLockReadGuard<'static, ()>, RwLockReadGuard<'static, ()>);
         let wl: &'static RwLock<()> = Box::leak(Box::new(RwLock::new(())));
@@ -433,7 +433,7 @@ fn wait_group_round(wg1: &WaitGroup, wg2: &WaitGroup) {
 fn go_test_wait_group() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     fn body() {
         let (wg1, wg2) = (WaitGroup::new(), WaitGroup::new());
         for _ in 0..8 {
@@ -450,7 +450,7 @@ fn go_test_wait_group() {
 fn go_test_wait_group_misuse() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group_misuse", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let misuse = || {
         let wg = WaitGroup::new();
         wg.add(1);
@@ -481,7 +481,7 @@ fn go_test_wait_group_misuse() {
 fn go_test_wait_group_misuse2_adapted() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group_misuse2", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         for _ in 0..3000 {
             let wg = WaitGroup::new();
@@ -512,7 +512,7 @@ fn go_test_wait_group_misuse2_adapted() {
 fn go_test_wait_group_misuse3_adapted() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group_misuse3", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         for _ in 0..3000 {
             let wg = WaitGroup::new();
@@ -545,7 +545,7 @@ fn go_test_wait_group_misuse3_adapted() {
 fn go_test_wait_group_race() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group_race", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         for _ in 0..1000 {
             let wg = WaitGroup::new();
@@ -570,7 +570,7 @@ fn go_test_wait_group_race() {
 fn go_test_wait_group_align() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group_align", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     struct X {
         x: u8,
         wg: WaitGroup,
@@ -597,7 +597,7 @@ fn go_test_wait_group_align() {
 fn go_test_once() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_once", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let once = Arc::new(Once::new());
         let o = Arc::new(AtomicUsize::new(0));
@@ -630,7 +630,7 @@ fn go_test_once() {
 fn go_test_once_panic() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_once_panic", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let once = Once::new();
         for i in 0..2 {
@@ -655,7 +655,7 @@ fn go_test_once_panic() {
 fn go_test_once_panic_releases_waiters() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_once_panic_waiters", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         for _ in 0..200 {
             let once = Arc::new(Once::new());
@@ -706,7 +706,7 @@ fn go_test_once_panic_releases_waiters() {
 fn go_test_cond_signal() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     fn body() {
         let mc = Arc::new((Mutex::new(()), Condvar::new()));
         let mut n = 2;
@@ -749,7 +749,7 @@ fn go_test_cond_signal() {
 fn go_test_cond_signal_generations() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal_generations", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let mc = Arc::new((Mutex::new(()), Condvar::new()));
         let n = 100;
@@ -788,7 +788,7 @@ fn go_test_cond_signal_generations() {
 fn go_test_cond_signal_fifo_order() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal_fifo_order", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let mc = Arc::new((Mutex::new(()), Condvar::new()));
         let n = 50;
@@ -825,7 +825,7 @@ fn go_test_cond_signal_fifo_order() {
 fn go_test_cond_broadcast() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_broadcast", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let mc = Arc::new((Mutex::new(false), Condvar::new()));
         let n = 200;
@@ -877,7 +877,7 @@ fn go_test_cond_broadcast() {
 fn go_test_cond_race() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_race", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         for _ in 0..100 {
             let mc = Arc::new((Mutex::new(0), Condvar::new()));
@@ -944,7 +944,7 @@ fn go_test_cond_race() {
 fn go_test_cond_signal_stealing() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal_stealing", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         for _ in 0..1000 {
             let mc = Arc::new((Mutex::new(false), Condvar::new()));
@@ -998,7 +998,7 @@ fn go_test_cond_signal_stealing() {
 fn go_test_cond_signal_with_timeouts() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal_timeouts", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         for _ in 0..200 {
             let mc = Arc::new((Mutex::new(0u32), Condvar::new()));
@@ -1053,7 +1053,7 @@ fn go_test_cond_signal_with_timeouts() {
 fn go_test_weighted_hammer() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_weighted", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let n = goro::runtime::gomaxprocs() * 2;
         let permits = n / 2;
@@ -1092,7 +1092,7 @@ fn go_test_weighted_hammer() {
 fn go_test_weighted_try_acquire() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_weighted_try_acquire", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let sem = Semaphore::new(2);
         let mut tries = Vec::new();
@@ -1121,7 +1121,7 @@ fn go_test_weighted_try_acquire() {
 fn go_test_large_acquire_doesnt_starve() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_large_acquire_doesnt_starve", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let n = goro::runtime::gomaxprocs();
         let sem: &'static Semaphore = Box::leak(Box::new(Semaphore::new(n)));
@@ -1156,7 +1156,7 @@ fn go_test_large_acquire_doesnt_starve() {
 fn go_test_panic_while_locked_releases() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_panic_while_locked", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let m = Arc::new(Mutex::new(0u64));
         let l = Arc::new(RwLock::new(0u64));
@@ -1209,7 +1209,7 @@ fn go_test_panic_while_locked_releases() {
 fn go_test_rwmutex_goroutines_and_threads() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_rwmutex_threads", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     for readers in [1, 3, 10, 5] {
         let rwm = Arc::new(RwLock::new(()));
         let activity = Arc::new(AtomicI32::new(0));
@@ -1247,7 +1247,7 @@ fn go_test_rwmutex_goroutines_and_threads() {
 fn go_test_cond_broadcast_goroutines_and_threads() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_broadcast_threads", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         let mc = Arc::new((Mutex::new(false), Condvar::new()));
         let n = 16;
@@ -1305,7 +1305,7 @@ fn go_test_cond_broadcast_goroutines_and_threads() {
 fn go_test_cond_signal_races_timeouts() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal_races_timeouts", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     in_g(|| {
         for _ in 0..20 {
             let mc = Arc::new((Mutex::new(false), Condvar::new()));

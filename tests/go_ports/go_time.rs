@@ -152,7 +152,7 @@ impl Rng {
 fn sleep_is_never_short() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("sleep_is_never_short", LIMIT);
+    let _w = common::watchdog(LIMIT);
     const DELAY: Duration = Duration::from_millis(100);
     in_g(|| {
         let stir = go!(|| {
@@ -193,7 +193,7 @@ fn after_func_step(left: Arc<AtomicI32>, done: chan::Sender<bool>) {
 fn after_func_chain() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("after_func_chain", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let left = Arc::new(AtomicI32::new(10));
         let (tx, rx) = chan::bounded(0);
@@ -215,7 +215,7 @@ fn after_func_chain() {
 fn ticker_stress() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("ticker_stress", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
@@ -241,7 +241,7 @@ fn ticker_stress() {
 fn ticker_concurrent_stress() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("ticker_concurrent_stress", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
@@ -278,7 +278,7 @@ fn ticker_concurrent_stress() {
 fn after_func_starvation() {
     let _x = exclusive();
     common::init_procs(PROCS);
-    let _w = common::watchdog("after_func_starvation", LIMIT);
+    let _w = common::watchdog(LIMIT);
     assert_eq!(set_gomaxprocs(1), PROCS);
     let result = catch_unwind(|| {
         in_g(|| {
@@ -310,7 +310,7 @@ fn after_func_starvation() {
 fn after_is_never_early() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("after_is_never_early", LIMIT);
+    let _w = common::watchdog(LIMIT);
     const DELAY: Duration = Duration::from_millis(100);
     let check = || {
         let start = Instant::now();
@@ -334,7 +334,7 @@ fn after_is_never_early() {
 fn after_tick() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("after_tick", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         const COUNT: u32 = 10;
         const DELTA: Duration = Duration::from_millis(20);
@@ -397,7 +397,7 @@ fn after_stop_with<T: TimerLike>(new_timer: fn(Duration) -> T) {
 fn after_stop() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("after_stop", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         after_stop_with(Timer::new);
         after_stop_with(new_timer_func);
@@ -456,7 +456,7 @@ fn after_queuing_with(after_fn: fn(Duration) -> Receiver<Instant>) {
 fn after_queuing() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("after_queuing", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         after_queuing_with(after);
         after_queuing_with(|d| {
@@ -474,7 +474,7 @@ fn after_queuing() {
 fn timer_stop_stress() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("timer_stop_stress", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let start = Instant::now();
         let fired = Arc::new(AtomicUsize::new(0));
@@ -505,7 +505,7 @@ fn timer_stop_stress() {
 fn sleep_zero_deadlock() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("sleep_zero_deadlock", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let (c_tx, c_rx) = chan::bounded(0);
         let h = go!(move || {
@@ -552,7 +552,7 @@ fn reset_once(d: Duration) -> Result<(), &'static str> {
 fn reset() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("reset", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let mut d = MS;
         loop {
@@ -577,7 +577,7 @@ static BIG_SLEEP_RETURNED: AtomicBool = AtomicBool::new(false);
 fn overflow_sleep() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("overflow_sleep", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         for big in [Duration::MAX, GO_BIG, Duration::from_nanos(u64::MAX)] {
             drop(go!(move || {
@@ -613,7 +613,7 @@ fn overflow_sleep() {
 fn overflow_timer_is_pending() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("overflow_timer_is_pending", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         for big in [GO_BIG, Duration::MAX] {
             let t = Timer::new(big);
@@ -640,7 +640,7 @@ fn overflow_timer_is_pending() {
 fn panic_does_not_break_timers() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("panic_does_not_break_timers", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let ticker = Arc::new(Ticker::new(HOUR));
         let k = ticker.clone();
@@ -687,7 +687,7 @@ fn panic_does_not_break_timers() {
 fn overflow_period_ticker() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("overflow_period_ticker", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let bigs = [GO_BIG, Duration::from_nanos(u64::MAX), Duration::MAX];
         let tickers: Vec<_> = bigs.iter().map(|&d| Ticker::new(d)).collect();
@@ -728,7 +728,7 @@ fn zero_timer_with<T: TimerLike>(mut new_timer: impl FnMut(Duration) -> Arc<T>) 
 fn zero_timer() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("zero_timer", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         zero_timer_with(|d| Arc::new(Timer::new(d)));
         zero_timer_with(|d| Arc::new(new_timer_func(d)));
@@ -747,7 +747,7 @@ fn zero_timer() {
 fn timer_modified_earlier() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("timer_modified_earlier", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let mut fail = 0;
         for i in 0..1000 {
@@ -783,7 +783,7 @@ fn timer_modified_earlier() {
 fn adjust_timers() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("adjust_timers", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let mut rng = Rng::from_clock();
         let seed = rng.0;
@@ -877,7 +877,7 @@ fn stop_reset_result(test_stop: bool) {
 fn stop_result() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("stop_result", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| stop_reset_result(true));
 }
 
@@ -886,7 +886,7 @@ fn stop_result() {
 fn reset_result() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("reset_result", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| stop_reset_result(false));
 }
 
@@ -896,7 +896,7 @@ fn reset_result() {
 fn multi_wakeup_ticker() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("multi_wakeup_ticker", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let ticker = Arc::new(Ticker::new(Duration::from_micros(1)));
         let hs: Vec<_> = (0..PROCS)
@@ -924,7 +924,7 @@ fn multi_wakeup_ticker() {
 fn multi_wakeup_timer() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("multi_wakeup_timer", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let timer = Arc::new(Timer::new(NS));
         let hs: Vec<_> = (0..PROCS)
@@ -959,7 +959,7 @@ fn multi_wakeup_timer() {
 fn ticker() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("ticker", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let tries = [(10u32, 20 * MS), (10, 50 * MS), (6, 200 * MS)];
         for (n, &(count, delta)) in tries.iter().enumerate() {
@@ -1007,7 +1007,7 @@ fn ticker() {
 fn ticker_stop_never_ticked() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("ticker_stop_never_ticked", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let k = Ticker::new(Duration::MAX);
         k.stop();
@@ -1026,7 +1026,7 @@ fn ticker_stop_never_ticked() {
 fn teardown() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("teardown", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         for _ in 0..3 {
             let k = Ticker::new(20 * MS);
@@ -1046,7 +1046,7 @@ fn panics(f: impl FnOnce()) -> bool {
 fn tick_zero_panics() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("tick_zero_panics", LIMIT);
+    let _w = common::watchdog(LIMIT);
     assert!(panics(|| drop(tick(Duration::ZERO))), "tick(0) did not panic");
     in_g(|| assert!(panics(|| drop(tick(Duration::ZERO))), "tick(0) did not panic in a G"));
 }
@@ -1056,7 +1056,7 @@ fn tick_zero_panics() {
 fn new_ticker_zero_panics() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("new_ticker_zero_panics", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         assert!(
             panics(|| drop(Ticker::new(Duration::ZERO))),
@@ -1071,7 +1071,7 @@ fn new_ticker_zero_panics() {
 fn ticker_reset_zero_panics() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("ticker_reset_zero_panics", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let k = Ticker::new(20 * MS);
         assert!(panics(|| k.reset(Duration::ZERO)), "Ticker::reset(0) did not panic");
@@ -1088,7 +1088,7 @@ fn ticker_reset_zero_panics() {
 fn long_adjust_timers() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("long_adjust_timers", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         const COUNT: usize = 5000;
         const ROUNDS: usize = 4000;
@@ -1191,7 +1191,7 @@ fn timer_gc_child() {
 fn timer_gc() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("timer_gc", LIMIT);
+    let _w = common::watchdog(LIMIT);
     if common::is_child() {
         timer_gc_child();
         return;
@@ -1415,7 +1415,7 @@ fn timer_chan<T: TimerLike>(tim: Arc<T>, is_ticker: bool) {
 fn chan_sync_rules() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("chan_sync_rules", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         timer_chan(Arc::new(Timer::new(Duration::from_secs(10_000))), false);
         let ticker = TickerTimer {
@@ -1433,7 +1433,7 @@ fn chan_sync_rules() {
 fn chan_len_is_zero() {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog("chan_len_is_zero", LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(|| {
         let t = Timer::new(NS);
         sleep(SCHED);
@@ -1468,7 +1468,7 @@ fn tick_times() {
 fn sends_the_firing_time(name: &'static str, make: fn(Duration) -> Receiver<Instant>) {
     let _s = shared();
     common::init_procs(PROCS);
-    let _w = common::watchdog(name, LIMIT);
+    let _w = common::watchdog(LIMIT);
     in_g(move || {
         for _ in 0..10 {
             let start = Instant::now();

@@ -17,7 +17,7 @@ fn sleepers_readied_by_stolen_timers_always_run() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1500);
     for r in 0..rounds {
-        let _w = common::watchdog("sleep/steal round", Duration::from_secs(20));
+        let _w = common::watchdog(Duration::from_secs(20));
         go!(move || {
             let hs: Vec<_> = (0..16u64)
                 .map(|i| {
