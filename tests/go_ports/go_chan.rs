@@ -21,7 +21,7 @@
 //!   port sleeps too, but only to widen the window for a bug: no check depends on
 //!   the sleep being long enough.
 
-use crate::{common, shared, PROCS};
+use crate::{go_test, join};
 
 use goro::chan::{self, Receiver, RecvError, Sender, TryRecvError, TrySendError};
 use goro::sync::WaitGroup;
@@ -31,23 +31,6 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Starts the runtime, arms the watchdog and runs `body` in a goroutine,
-/// re-raising its panic on the test thread.
-fn go_test(body: impl FnOnce() + Send + 'static) {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog(Duration::from_secs(60));
-    join(go!(body));
-}
-
-/// Joins a goroutine, re-raising its panic.
-fn join<T>(h: goro::JoinHandle<T>) -> T {
-    match h.join() {
-        Ok(v) => v,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
 
 /// Go's `defer wg.Done()`.
 struct DoneOnDrop(WaitGroup);

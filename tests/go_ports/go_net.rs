@@ -76,23 +76,19 @@
 //!   listens could return a socket connected to itself (after 454 to 27,813
 //!   tries in six runs); like Go's `Dial`, goro now retries such a connect.
 
-use crate::{common, exclusive, shared, PROCS};
+use crate::{common, go_test, go_test_at_one_proc, join, running, PROCS};
 
 use goro::chan::{self, Receiver, RecvTimeoutError};
 use goro::go;
 use goro::net::{TcpListener, TcpStream, UdpSocket};
-use goro::runtime::set_gomaxprocs;
 use goro::time::{sleep, Ticker};
 use std::fmt::Debug;
 use std::io::{self, ErrorKind, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Watchdog limit per test.
-const LIMIT: Duration = Duration::from_secs(60);
 const NS: Duration = Duration::from_nanos(1);
 const US: Duration = Duration::from_micros(1);
 const MS: Duration = Duration::from_millis(1);
@@ -101,23 +97,6 @@ const HOUR: Duration = Duration::from_secs(3600);
 const LATE: Duration = Duration::from_secs(5);
 /// How long a call that must not return is watched.
 const MUST_NOT_RETURN: Duration = Duration::from_millis(100);
-
-/// Starts the runtime, arms the watchdog and runs `body` in a goroutine (Go runs
-/// each test function in one), re-raising its panic on the test thread.
-fn go_test(body: impl FnOnce() + Send + 'static) {
-    let _serial = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog(LIMIT);
-    join(go!(body));
-}
-
-/// Joins a goroutine, re-raising its panic.
-fn join<T>(h: goro::JoinHandle<T>) -> T {
-    match h.join() {
-        Ok(v) => v,
-        Err(p) => resume_unwind(p),
-    }
-}
 
 /// Go's `newLocalListener("tcp")`.
 fn listen() -> TcpListener {
@@ -549,15 +528,7 @@ fn various_deadlines() {
 /// binary's lock exclusively while it changes GOMAXPROCS).
 #[test]
 fn various_deadlines_1proc() {
-    let _serial = exclusive();
-    common::init_procs(PROCS);
-    let _w = common::watchdog(LIMIT);
-    let old = set_gomaxprocs(1);
-    let r = catch_unwind(AssertUnwindSafe(|| join(go!(various_deadlines_body))));
-    set_gomaxprocs(old);
-    if let Err(p) = r {
-        resume_unwind(p);
-    }
+    go_test_at_one_proc(various_deadlines_body);
 }
 
 /// TestReadWriteProlongedTimeout: on the server side one goroutine reads and one
@@ -1377,9 +1348,7 @@ fn tcp_clone_and_options() {
 /// waits in `recv_from` for a datagram a goroutine sends.
 #[test]
 fn plain_thread_client_goroutine_server() {
-    let _serial = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog(LIMIT);
+    let _running = running();
     assert!(goro::current().is_none(), "the test thread is not a goroutine");
     let l = listen();
     let addr = l.local_addr().unwrap();
@@ -1434,9 +1403,7 @@ fn plain_thread_client_goroutine_server() {
 /// buffers hold at first, so its writes block until the goroutine reads.
 #[test]
 fn plain_thread_server_goroutine_clients() {
-    let _serial = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog(LIMIT);
+    let _running = running();
     const CLIENTS: usize = 4;
     const BIG: usize = 2 << 20;
     let l = listen();
