@@ -1039,22 +1039,24 @@ fn long_adjust_timers() {
     });
 }
 
+/// The timers `timer_gc` leaves unreferenced: each kind made and dropped.
+const TIMER_GC_KINDS: [(&str, fn()); 6] = [
+    ("after", || drop(after(HOUR))),
+    ("tick", || drop(tick(HOUR))),
+    ("timer", || drop(Timer::new(HOUR))),
+    ("ticker", || drop(Ticker::new(HOUR))),
+    ("timer-stop", || {
+        Timer::new(HOUR).stop();
+    }),
+    ("ticker-stop", || Ticker::new(HOUR).stop()),
+];
+
 /// Child of `timer_gc`: makes 10,000 unreferenced timers of each kind, printing
 /// markers around each batch for the parent to find the scheddetail lines by.
 fn timer_gc_child() {
     const N: usize = 10_000;
-    let kinds: [(&str, fn()); 6] = [
-        ("after", || drop(after(HOUR))),
-        ("tick", || drop(tick(HOUR))),
-        ("timer", || drop(Timer::new(HOUR))),
-        ("ticker", || drop(Ticker::new(HOUR))),
-        ("timer-stop", || {
-            Timer::new(HOUR).stop();
-        }),
-        ("ticker-stop", || Ticker::new(HOUR).stop()),
-    ];
     in_g(move || {
-        for (what, make) in kinds {
+        for (what, make) in TIMER_GC_KINDS {
             eprintln!("TIMERGC begin {what}");
             for _ in 0..N {
                 make();
@@ -1084,7 +1086,7 @@ fn timer_gc() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed:\n{stderr}");
-    for what in ["after", "tick", "timer", "ticker", "timer-stop", "ticker-stop"] {
+    for (what, _) in TIMER_GC_KINDS {
         let begin = format!("TIMERGC begin {what}");
         let end = format!("TIMERGC end {what}");
         let lines: Vec<&str> = stderr
