@@ -1057,7 +1057,7 @@ fn lock_os_thread_exit_body() {
 // one (its template thread). Here the tainted goroutine also spawns goroutines
 // while it runs, which may start new Ms from its thread; then goroutines on every
 // M check their cwd.
-// The hand-off on a wired goroutine's exit (found in review, not a Go test): at
+// The hand-off on a wired goroutine's exit (goro's own test, not Go's): at
 // GOMAXPROCS=1 a wired goroutine changes its thread's cwd, readies another
 // goroutine into its P's runnext and exits still wired. Its M hands the P off
 // on its way out and may need a new M for it: that M must come from the template

@@ -68,13 +68,14 @@
 //!   host.
 //! - Benchmarks.
 //!
-//! Divergences from Go the port found, now fixed (each test failed before):
-//! - [`zero_byte_read`]: a TCP read into an empty buffer parked until data
-//!   arrived (the non-blocking `recv` of 0 bytes says `EAGAIN` on an empty
-//!   socket); like Go, goro now returns 0 at once.
+//! Where Linux's sockets differ from Go's `net`, goro does as Go:
+//! - [`zero_byte_read`]: a TCP read into an empty buffer returns 0 at once. The
+//!   non-blocking `recv` of 0 bytes says `EAGAIN` on an empty socket, so a read
+//!   that waited for readiness would park until data arrived.
 //! - [`tcp_self_connect`]: `TcpStream::connect` to a local port where nothing
-//!   listens could return a socket connected to itself (after 454 to 27,813
-//!   tries in six runs); like Go's `Dial`, goro now retries such a connect.
+//!   listens can get a socket connected to itself (Linux's simultaneous open
+//!   with its own ephemeral port: once in a few hundred to a few tens of
+//!   thousands of tries); like Go's `Dial`, goro retries such a connect.
 
 use crate::{common, go_test, go_test_at_one_proc, join, running, PROCS};
 

@@ -18,8 +18,7 @@
 //!
 //! Not ported: the Go tests that need runtime internals, copy detection, weighted
 //! or cancellable acquires, or several GOMAXPROCS values in one process (every
-//! test in this binary shares one runtime with 4 Ps). The final report of the
-//! port lists them with reasons.
+//! test in this binary shares one runtime with 4 Ps).
 
 use crate::{go_test, in_g, running};
 

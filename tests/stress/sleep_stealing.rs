@@ -1,7 +1,7 @@
 //! GOMAXPROCS=4: bursts of short sleeps, so stealing Ms run other Ps' timers while
 //! their owners add more. A G readied by a stolen timer must never be stranded in
-//! an idle P's queue (a lost wake-up found in review: the thief judged "did a timer
-//! fire" by the heap's length, which a concurrent add kept unchanged).
+//! an idle P's queue: a thief that judged "did a timer fire" by the heap's length,
+//! which a concurrent add can keep unchanged, would lose that wake-up.
 
 use crate::{common, serial, PROCS};
 
