@@ -1,5 +1,5 @@
 //! sysmon with a single P: a blocking call and a CPU hog must not stop the P's
-//! other goroutines (issue 5). With one P, nothing else could run them: these
+//! other goroutines. With one P, nothing else could run them: these
 //! tests fail if sysmon does not hand off or retake the P.
 
 mod common;
@@ -87,8 +87,8 @@ fn a_cpu_hog_does_not_stop_a_timer_driven_g() {
         during >= 10,
         "the timer-driven G ran {during} times during a 400 ms hog"
     );
-    // sysmon retakes after 20 ms of hogging (the issue's "~25 ms"); the slack
-    // covers a loaded 2-core CI machine.
+    // sysmon retakes after 20 ms of hogging; the slack covers a loaded 2-core
+    // CI machine.
     assert!(worst < Duration::from_millis(60), "worst lateness {worst:?}");
     assert!(goro::runtime::stats().preempt_retakes > before);
 }
