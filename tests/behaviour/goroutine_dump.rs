@@ -212,20 +212,8 @@ fn a_programs_own_sigquit_handler_is_left_alone() {
 fn a_detached_g_without_a_stack_says_so() {
     if common::is_child() {
         goro::go!(|| ()).join().unwrap();
-        // Address space for little more than what is mapped now: no room for a
-        // 1 GiB stack.
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let vm_kb: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmSize:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap();
-        let limit = libc::rlimit {
-            rlim_cur: (vm_kb << 10) + (256 << 20),
-            rlim_max: libc::RLIM_INFINITY,
-        };
-        // SAFETY: setrlimit with a valid struct.
-        unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
+        // No room for a 1 GiB stack.
+        common::limit_address_space(256 << 20);
         for _ in 0..4 {
             drop(goro::go!(goro::Builder::new().name("huge").stack_size(1 << 30), || ()).unwrap());
         }

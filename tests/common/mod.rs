@@ -252,8 +252,13 @@ pub fn rss_kib() -> usize {
 
 /// Limits this process's address space to what is mapped now plus `room`
 /// bytes (`RLIMIT_AS`): a child's way to make a large goroutine stack
-/// impossible to map.
+/// impossible to map. Threads that allocate for the first time from here on
+/// share glibc's existing malloc arenas: a new arena reserves 64 MiB, so a few
+/// Ms started later (how many depends on the machine's load) would use up
+/// `room` and fail small allocations.
 pub fn limit_address_space(room: u64) {
+    // SAFETY: mallopt with a valid parameter and value.
+    assert_eq!(unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) }, 1);
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let vm_kb: u64 = status
         .lines()
