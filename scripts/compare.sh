@@ -193,7 +193,6 @@ lock_version() { # crate
   echo "may=$(lock_version may)"
   echo "hyper=$(lock_version hyper)"
   echo "may_minihttp=$(lock_version may_minihttp)"
-  echo "goro=$(git rev-parse --short HEAD 2>/dev/null || echo 'no commit yet')$( [ -n "$(git status --porcelain -- src Cargo.toml 2>/dev/null)" ] && echo ' + uncommitted changes')"
   echo "runs=$RUNS"
   echo "n_scale=$N_SCALE"
   echo "impls=$IMPLS"

@@ -385,8 +385,7 @@ def workload_section(w, rows, meta):
     )
     out.append(
         f"Measured {meta.get('date', '?')}, RUNS={meta.get('runs', '?')} per cell "
-        f"(implementations interleaved round-robin), N={int(n):,}, "
-        f"goro {meta.get('goro', '?')}. {better}"
+        f"(implementations interleaved round-robin), N={int(n):,}. {better}"
     )
     out.append("")
     out.append("| implementation | GOMAXPROCS | median | min | max | vs Go | notes |")
@@ -472,7 +471,7 @@ def echo_section(rows, meta):
         "error, early close, wrong bytes or a 5 s stall; errors the server logs are noted as warnings.",
         "",
         f"Measured {meta.get('date', '?')}, RUNS={meta.get('runs', '?')} per cell (implementations "
-        f"interleaved round-robin, a fresh server process per run), goro {meta.get('goro', '?')}. "
+        "interleaved round-robin, a fresh server process per run). "
         "Higher msgs/s and lower latency and CPU are better; \"vs best peer\" is the ratio of medians to "
         "the peer (Go, Tokio or may) with the highest median msgs/s.",
         "",
@@ -566,7 +565,7 @@ def http_section(rows, meta):
         f"wrk: {m('wrk', '?')}.",
         "",
         f"Measured {m('date', '?')}, RUNS={m('runs', '?')} per cell (implementations interleaved "
-        f"round-robin), goro {m('goro', '?')}. Higher req/s and lower latency are better; \"vs best peer\" "
+        "round-robin). Higher req/s and lower latency are better; \"vs best peer\" "
         "is the ratio of medians to the peer (Go, Tokio or may) with the highest median req/s in that row.",
         "",
     ]
@@ -665,7 +664,7 @@ def header_section(meta):
             f"| kernel | {m('kernel', '?')} |",
             f"| load average at start | {m('loadavg', '?')} |",
             f"| vm.max_map_count | {m('max_map_count', '?')} |",
-            f"| goro | {m('goro', '?')} (built by `benches/compare`, LTO, codegen-units=1) |",
+            "| goro | this tree, built by `benches/compare` (LTO, codegen-units=1) |",
             f"| Go | {m('go', '?')} |",
             f"| Rust | {m('rustc', '?')} |",
             f"| Tokio | {m('tokio', '?')} (GOMAXPROCS=1: current_thread runtime; P>1: multi_thread, worker_threads=P; TOKIO_FLAVOR={m('tokio_flavor', 'auto')}) |",

@@ -55,9 +55,11 @@ valgrind_runs=(
   "network net:: fault_injection::"
 )
 valgrind_skips=(
-  # A million goroutines take minutes under valgrind; spawn/join is covered by
-  # the rest of spawn_join and by leaks.
+  # A million goroutines, or a hundred thousand sleepers, take minutes under
+  # valgrind; spawn/join and sleep are covered by the rest of spawn_join and
+  # timers, and by leaks.
   a_million_goroutines_spawned_and_joined
+  a_hundred_thousand_gs_sleep_at_once
 )
 
 need() {

@@ -28,7 +28,7 @@ fn returns_the_result_and_propagates_panics() {
 #[test]
 fn goro_calls_inside_block_the_thread() {
     common::init_procs(2);
-    let _w = common::watchdog("goro calls in blocking", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let (tx, rx) = goro::chan::bounded::<u32>(0);
     let h = go!(move || {
         goro::blocking(move || {
@@ -52,7 +52,7 @@ fn threads() -> usize {
 #[test]
 fn a_thousand_concurrent_blocking_calls_and_the_threads_go_away() {
     common::init_procs(2);
-    let _w = common::watchdog("blocking burst", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     // Warm up: the runtime's own threads exist before the baseline.
     (0..4).map(|_| go!(|| ())).for_each(|h| h.join().unwrap());
     let baseline = threads();
@@ -99,7 +99,7 @@ impl Drop for ParksOnDrop {
 #[test]
 fn user_drops_from_timer_compaction_run_outside_the_runtime() {
     common::init_procs(2);
-    let _w = common::watchdog("drops outside the runtime", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let hs: Vec<_> = (0..8)
         .map(|_| {
             go!(|| {

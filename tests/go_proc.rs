@@ -183,7 +183,7 @@ fn perpetuum_mobile(stop: Receiver<bool>) {
 #[test]
 fn stop_the_world_deadlock() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("stop_the_world_deadlock", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("stop_the_world_deadlock") {
         return;
@@ -254,7 +254,7 @@ fn yield_progress(locked: bool) {
 #[test]
 fn yield_progress_unlocked() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("yield_progress", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     yield_progress(false);
 }
@@ -263,7 +263,7 @@ fn yield_progress_unlocked() {
 #[test]
 fn yield_locked_progress() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("yield_locked_progress", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     yield_progress(true);
 }
@@ -273,7 +273,7 @@ fn yield_locked_progress() {
 #[test]
 fn yield_locked() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("yield_locked", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     yield_locked_body();
 }
@@ -314,7 +314,7 @@ fn take_turns(x: &AtomicU32, procs: usize, p: usize) {
 #[test]
 fn goroutine_parallelism() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("goroutine_parallelism", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     go_main(|| {
         // Go's 10 tries (3 in -short mode), reduced to 5.
@@ -407,7 +407,7 @@ fn goroutine_parallelism2(load: bool, netpoll: bool, in_blocking: bool) {
 #[test]
 fn goroutine_parallelism_2() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("goroutine_parallelism_2", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     for (load, netpoll, in_blocking) in [
         (true, false, false),
@@ -425,7 +425,7 @@ fn goroutine_parallelism_2() {
 #[test]
 fn block_locked() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("block_locked", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     block_locked_body();
 }
@@ -455,7 +455,7 @@ fn block_locked_body() {
 #[test]
 fn timer_fairness() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("timer_fairness", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     timer_fairness_body();
 }
@@ -505,7 +505,7 @@ fn timer_fairness_body() {
 #[test]
 fn timer_fairness_2() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("timer_fairness_2", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     timer_fairness_2_body();
 }
@@ -582,7 +582,7 @@ fn alternate(cooperative: bool) -> Duration {
 #[test]
 fn preemption() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("preemption", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("preemption") {
         return;
@@ -602,7 +602,7 @@ fn preemption() {
 #[test]
 fn preemption_gc() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("preemption_gc", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("preemption_gc") {
         return;
@@ -659,7 +659,7 @@ fn preemption_gc() {
 #[test]
 fn ping_pong_hog() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("ping_pong_hog", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("ping_pong_hog") {
         return;
@@ -762,7 +762,7 @@ fn ping_pong_hog() {
 #[test]
 fn runnext_slice_with_long_turns() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("runnext_slice_with_long_turns", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("runnext_slice_with_long_turns") {
         return;
@@ -826,7 +826,7 @@ fn runnext_slice_with_long_turns() {
 #[test]
 fn sched_local_queue() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("sched_local_queue", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     sched_local_queue_body();
 }
@@ -863,7 +863,7 @@ fn sched_local_queue_body() {
 #[test]
 fn sched_local_queue_steal() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("sched_local_queue_steal", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     let before = stats();
     let tids = go_main(|| {
@@ -905,7 +905,7 @@ fn sched_local_queue_steal() {
 #[test]
 fn sched_local_queue_empty() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("sched_local_queue_empty", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     const ITERS: usize = 2000;
     let before = stats();
@@ -951,7 +951,7 @@ fn sched_local_queue_empty() {
 #[test]
 fn num_goroutine_counts() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("num_goroutine", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("num_goroutine_counts") {
         return;
@@ -988,7 +988,7 @@ fn num_goroutine_counts() {
 #[test]
 fn lock_os_thread_nesting() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("lock_os_thread_nesting", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     lock_os_thread_nesting_body();
 }
@@ -1024,7 +1024,7 @@ fn lock_os_thread_nesting_body() {
 #[test]
 fn lock_os_thread_exit() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("lock_os_thread_exit", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     lock_os_thread_exit_body();
 }
@@ -1057,7 +1057,7 @@ fn lock_os_thread_exit_body() {
 // one (its template thread). Here the tainted goroutine also spawns goroutines
 // while it runs, which may start new Ms from its thread; then goroutines on every
 // M check their cwd.
-// The hand-off on a wired goroutine's exit (found in review, not a Go test): at
+// The hand-off on a wired goroutine's exit (goro's own test, not Go's): at
 // GOMAXPROCS=1 a wired goroutine changes its thread's cwd, readies another
 // goroutine into its P's runnext and exits still wired. Its M hands the P off
 // on its way out and may need a new M for it: that M must come from the template
@@ -1066,7 +1066,7 @@ fn lock_os_thread_exit_body() {
 #[test]
 fn wired_exit_hands_off_to_a_clean_thread() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("wired_exit_hands_off", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("wired_exit_hands_off_to_a_clean_thread") {
         return;
@@ -1107,7 +1107,7 @@ fn wired_exit_hands_off_to_a_clean_thread() {
 #[test]
 fn lock_os_thread_avoids_state_propagation() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("lock_os_thread_state", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("lock_os_thread_avoids_state_propagation") {
         return;
@@ -1206,7 +1206,7 @@ fn lock_os_thread_avoids_state_propagation() {
 #[test]
 fn mexit_stw() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("mexit_stw", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("mexit_stw") {
         return;
@@ -1258,7 +1258,7 @@ fn mexit_stw() {
 #[test]
 fn lock_os_thread_stw_race() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("lock_os_thread_stw_race", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("lock_os_thread_stw_race") {
         return;
@@ -1349,7 +1349,7 @@ fn preemption_after_syscall(call: Duration) -> Duration {
 #[test]
 fn preemption_after_syscall_loop() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("preemption_after_syscall", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("preemption_after_syscall_loop") {
         return;
@@ -1377,7 +1377,7 @@ fn preemption_after_syscall_loop() {
 #[test]
 fn blocking_loop_gives_up_its_p() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("blocking_loop_gives_up_its_p", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("blocking_loop_gives_up_its_p") {
         return;
@@ -1444,7 +1444,7 @@ fn blocking_loop_gives_up_its_p() {
 #[test]
 fn gc_fairness() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("gc_fairness", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("gc_fairness") {
         return;
@@ -1498,7 +1498,7 @@ fn gc_fairness() {
 #[test]
 fn gc_fairness_2() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("gc_fairness_2", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("gc_fairness_2") {
         return;
@@ -1552,7 +1552,7 @@ fn gc_fairness_2() {
 #[test]
 fn set_gomaxprocs_big() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("set_gomaxprocs_big", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("set_gomaxprocs_big") {
         return;
@@ -1578,7 +1578,7 @@ const CPU_ENV: &str = "GO_PROC_CPU";
 #[test]
 fn other_gomaxprocs() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("other_gomaxprocs", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if let Ok(cpu) = std::env::var(CPU_ENV) {
         set_gomaxprocs(cpu.parse().unwrap());
@@ -1627,7 +1627,7 @@ fn other_gomaxprocs() {
 #[test]
 fn panics_in_goroutines() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("panics_in_goroutines", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let _s = serial();
     if !in_child("panics_in_goroutines") {
         return;

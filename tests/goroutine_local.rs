@@ -26,7 +26,7 @@ goro::local! {
 #[test]
 fn counts_stay_exact_across_parks_and_migrations() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("counts", Duration::from_secs(240));
+    let _w = common::watchdog(Duration::from_secs(240));
     const GS: u64 = 64;
     const ROUNDS: u64 = 20_000;
     let (tx, rx) = chan::bounded::<()>(0);
@@ -362,7 +362,7 @@ fn destructors_may_park_and_destroyed_keys_panic() {
 #[test]
 fn a_park_while_unwinding_keeps_the_g_on_its_thread() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("unwinding", Duration::from_secs(120));
+    let _w = common::watchdog(Duration::from_secs(120));
     struct ParkOnDrop;
     impl Drop for ParkOnDrop {
         fn drop(&mut self) {
@@ -417,7 +417,7 @@ fn a_park_while_unwinding_keeps_the_g_on_its_thread() {
 #[test]
 fn select_in_a_migrating_loop_stays_fair() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("select", Duration::from_secs(120));
+    let _w = common::watchdog(Duration::from_secs(120));
     let hs: Vec<_> = (0..16)
         .map(|_| {
             goro::go!(|| {

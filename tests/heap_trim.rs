@@ -63,7 +63,7 @@ fn burst() -> (Vec<Vec<Vec<u8>>>, bool) {
 #[test]
 fn freed_heap_goes_back_once_idle() {
     common::init_procs(2);
-    let _w = common::watchdog("heap trim", PATIENCE * 3);
+    let _w = common::watchdog(PATIENCE * 3);
     let before = common::rss_kib();
     let (pins, glibc) = burst();
     let after_burst = common::rss_kib();

@@ -144,7 +144,7 @@ fn stacks_are_reused(n: usize, stack_size: usize, rounds: usize) {
 fn stacks_go_back_to_the_pool() {
     let _serial = serial();
     common::init_procs(1);
-    let _w = common::watchdog("stacks", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     goro::go!(|| {
         // 64 MiB stacks get a slab each, through the global pool: one stack kept
         // back in any round shows as 64 MiB more.
@@ -315,7 +315,7 @@ fn udp_endings() {
 fn sockets_close_their_descriptors() {
     let _serial = serial();
     common::init_procs(1);
-    let _w = common::watchdog("fds", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     goro::go!(|| {
         // The poller's own descriptors exist once a socket has been registered.
         drop(TcpListener::bind("127.0.0.1:0").unwrap());

@@ -44,7 +44,7 @@ fn park_a_crowd() -> usize {
 #[test]
 fn parked_goroutines_cost_a_few_kib_and_memory_is_reused() {
     common::init_procs(2);
-    let _w = common::watchdog("memory per G", Duration::from_secs(120));
+    let _w = common::watchdog(Duration::from_secs(120));
     let first = park_a_crowd();
     let rss_after_first = common::rss_kib();
     let second = park_a_crowd();

@@ -28,10 +28,7 @@ fn compute(d: Duration) {
 #[test]
 fn a_second_connection_is_served_while_the_first_computes() {
     common::init_procs(2);
-    let _wd = common::watchdog(
-        "a_second_connection_is_served_while_the_first_computes",
-        Duration::from_secs(60),
-    );
+    let _w = common::watchdog(Duration::from_secs(60));
     let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     // An echo server; a request byte `C` makes its G compute first.

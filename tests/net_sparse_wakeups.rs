@@ -4,9 +4,9 @@
 //! voluntary context switches (sleeps), from /proc. (Its own binary: the counts
 //! are per process, and GOMAXPROCS is 2.)
 //!
-//! Before the fix, each request cost about two sleeps: the poller M, back from
-//! the poll as a spinner, woke a second M when it took the G, and that M found
-//! nothing and slept again.
+//! Two sleeps per request is the wasted wake-up it catches: a poller M back
+//! from the poll as a spinner would wake a second M when it took the G, and
+//! that M would find nothing and sleep again.
 //!
 //! Nor does sysmon wake for every request: a look it makes early to poll the
 //! network (1 ms after the last poll, while a P idles) must not end in its deep
@@ -22,7 +22,7 @@ const ROUNDS: usize = 300;
 #[test]
 fn one_m_wakes_per_sparse_request() {
     common::init_procs(2);
-    let _wd = common::watchdog("one_m_wakes_per_sparse_request", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let server = goro::go!(move || {

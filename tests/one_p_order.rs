@@ -19,7 +19,7 @@ fn log(l: &Log, s: &str) {
 #[test]
 fn a_g_readied_by_the_running_g_runs_next() {
     common::init_procs(1);
-    let _w = common::watchdog("runnext", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let l: Log = Arc::default();
     let l2 = l.clone();
     go!(move || {
@@ -62,7 +62,7 @@ fn schedtick() -> u64 {
 #[test]
 fn yield_now_goes_behind_the_others() {
     common::init_procs(1);
-    let _w = common::watchdog("yield", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let l: Log = Arc::default();
     let l2 = l.clone();
     go!(move || {
@@ -91,7 +91,7 @@ fn yield_now_goes_behind_the_others() {
 #[test]
 fn global_queue_is_not_starved_by_a_runnext_ping_pong() {
     common::init_procs(1);
-    let _w = common::watchdog("ping-pong starvation", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let stop = Arc::new(AtomicBool::new(false));
     let rounds = Arc::new(AtomicU64::new(0));
     let (s, r) = (stop.clone(), rounds.clone());

@@ -19,7 +19,7 @@ impl Drop for JoinOnDrop {
 #[test]
 fn a_blocking_result_destructor_never_runs_on_the_scheduler() {
     common::init_procs(1);
-    let _w = common::watchdog("result drop", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     for _ in 0..3000 {
         let h = goro::go!(|| JoinOnDrop(Some(goro::go!(|| goro::time::sleep(Duration::from_micros(20))))));
         // Finished first, dropped after: the handle drops the result.

@@ -11,7 +11,7 @@ use std::time::Duration;
 #[test]
 fn resizing_under_load_loses_no_goroutine() {
     common::init_procs(2);
-    let _w = common::watchdog("set_gomaxprocs", Duration::from_secs(120));
+    let _w = common::watchdog(Duration::from_secs(120));
     assert_eq!(goro::runtime::set_gomaxprocs(0), 2, "0 only reads");
     let done = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));

@@ -27,7 +27,7 @@ fn soak() {
     let mut first_rss = None;
     let mut round = 0u64;
     while round == 0 || Instant::now() < deadline {
-        let _w = common::watchdog("soak round", Duration::from_secs(120));
+        let _w = common::watchdog(Duration::from_secs(120));
         let started = Instant::now();
         goro::go!(move || one_round(round)).join().expect("a round failed");
         wait_for_goroutines(baseline_gs);

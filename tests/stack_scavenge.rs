@@ -55,7 +55,7 @@ fn burst() {
 #[test]
 fn idle_stacks_are_given_back_and_reused() {
     common::init_procs(2);
-    let _w = common::watchdog("stack scavenger", PATIENCE * 3);
+    let _w = common::watchdog(PATIENCE * 3);
     let before = common::rss_kib();
     burst();
     let after_burst = common::rss_kib();

@@ -16,7 +16,7 @@ const QUEUED: usize = 20;
 #[test]
 fn a_busy_p_takes_the_queue_of_a_p_whose_m_is_stalled() {
     common::init_procs(2);
-    let _w = common::watchdog("stalled_p", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let stop = Arc::new(AtomicBool::new(false));
     let (started_tx, started_rx) = mpsc::channel();
     let yielder = {

@@ -15,7 +15,7 @@ fn spin(iters: u64) -> u64 {
 #[test]
 fn both_ps_run_gs_spawned_from_one_g_and_steals_happen() {
     common::init_procs(2);
-    let _w = common::watchdog("steal", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let before = goro::runtime::stats();
     // 200 Gs fit in one P's ring (256): none spill to the global queue, so the
     // second P can only get them by stealing.

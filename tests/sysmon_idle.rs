@@ -1,4 +1,4 @@
-//! sysmon's cost when nothing happens: under 1% of a core (issue 5).
+//! sysmon's cost when nothing happens: under 1% of a core.
 
 mod common;
 

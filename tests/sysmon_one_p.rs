@@ -1,5 +1,5 @@
 //! sysmon with a single P: a blocking call and a CPU hog must not stop the P's
-//! other goroutines (issue 5). With one P, nothing else could run them: these
+//! other goroutines. With one P, nothing else could run them: these
 //! tests fail if sysmon does not hand off or retake the P.
 
 mod common;
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn a_blocking_call_does_not_stop_the_other_gs() {
     common::init_procs(1);
-    let _w = common::watchdog("blocking handoff", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let before = goro::runtime::stats().syscall_handoffs;
     let count = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
@@ -47,7 +47,7 @@ fn a_blocking_call_does_not_stop_the_other_gs() {
 #[test]
 fn a_cpu_hog_does_not_stop_a_timer_driven_g() {
     common::init_procs(1);
-    let _w = common::watchdog("hog retake", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let before = goro::runtime::stats().preempt_retakes;
     let hogging = Arc::new(AtomicBool::new(true));
     let ticks = Arc::new(AtomicU64::new(0));
@@ -87,8 +87,8 @@ fn a_cpu_hog_does_not_stop_a_timer_driven_g() {
         during >= 10,
         "the timer-driven G ran {during} times during a 400 ms hog"
     );
-    // sysmon retakes after 20 ms of hogging (the issue's "~25 ms"); the slack
-    // covers a loaded 2-core CI machine.
+    // sysmon retakes after 20 ms of hogging; the slack covers a loaded 2-core
+    // CI machine.
     assert!(worst < Duration::from_millis(60), "worst lateness {worst:?}");
     assert!(goro::runtime::stats().preempt_retakes > before);
 }
@@ -96,7 +96,7 @@ fn a_cpu_hog_does_not_stop_a_timer_driven_g() {
 #[test]
 fn a_hog_calling_goro_yields_when_flagged() {
     common::init_procs(1);
-    let _w = common::watchdog("cooperative preemption", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let (tx, rx) = goro::chan::bounded::<u64>(1);
     let other_ran = Arc::new(AtomicBool::new(false));
     let o = other_ran.clone();

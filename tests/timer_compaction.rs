@@ -1,8 +1,8 @@
 //! Timer heap compaction drops dead timers, and with a dead `after_func` the
 //! user's closure and whatever it owns. That must not happen under the heap lock
-//! or a channel's lock (found in review: a `recv_timeout` arming its timer while
-//! holding its channel's lock compacted the heap, dropped the closure's Sender of
-//! that same channel, and deadlocked on the lock it held). One P, own binary.
+//! or a channel's lock: a `recv_timeout` arms its timer while holding its
+//! channel's lock, and a compaction there that dropped a closure owning a Sender
+//! of that same channel would deadlock on the lock it holds. One P, own binary.
 
 mod common;
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 #[test]
 fn compaction_drops_user_closures_with_no_lock_held() {
     common::init_procs(1);
-    let _w = common::watchdog("timer compaction", Duration::from_secs(20));
+    let _w = common::watchdog(Duration::from_secs(20));
     let r = goro::go!(|| {
         let (tx, rx) = goro::chan::bounded::<()>(0);
         let t = goro::time::after_func(Duration::from_secs(3600), move || {

@@ -2,18 +2,18 @@
 //! (Its own binary: the counts are per process, and GOMAXPROCS is 2.)
 //!
 //! Two wasted wake-ups are checked, one per phase of the test:
-//! - A G sleeping alone: when it parked, its M woke another M to watch the new
-//!   timer (Go's `wakeNetPoller`), though it then found nothing to run and
-//!   watched the timer itself; and when the timer woke it from the poller, it
-//!   resumed spinning, so finding the G woke another M again. 2.6 M sleeps per
-//!   timer then; about 1.0 since the wake-up is left to the M's search
-//!   (`timers::add_timer_parked`) and a poller M goes back to work unspun
-//!   (`tests/timer_watch.rs` checks that the timers stay watched meanwhile).
-//! - Two Gs sleeping: when every idling M slept until the earliest timer of every
-//!   P, an M woke for a timer of a P that was running, could not run it (it is
-//!   that P's owner's), and polled again and again until the owner had: 1.95 M
-//!   sleeps per timer; 1.2-1.4 now. Only a spinning M, which answers for every
-//!   P's timers, sleeps until the earliest of all (Go's rule).
+//! - A G sleeping alone: when it parks, its M leaves the wake-up for the new
+//!   timer to its own search (`timers::add_timer_parked`) rather than waking
+//!   another M to watch it (Go's `wakeNetPoller`), which would find nothing to
+//!   run; and an M that a timer wakes from the poller goes back to work unspun,
+//!   so taking the G wakes no other M (`tests/timer_watch.rs` checks that the
+//!   timers stay watched meanwhile). About 1.0 M sleeps per timer; the two
+//!   wasted wake-ups would make it 2.6.
+//! - Two Gs sleeping: only a spinning M, which answers for every P's timers,
+//!   sleeps until the earliest of all (Go's rule). An idle M that did so would
+//!   wake for a timer of a running P, could not run it (it is that P's owner's),
+//!   and would poll again and again until the owner had: 1.95 M sleeps per timer,
+//!   against 1.2-1.4.
 
 mod common;
 
@@ -42,13 +42,13 @@ fn m_sleeps_per_timer(sleepers: usize) -> f64 {
 #[test]
 fn one_m_wake_up_per_timer() {
     common::init_procs(2);
-    let _wd = common::watchdog("one_m_wake_up_per_timer", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let alone = m_sleeps_per_timer(1);
     assert!(alone < 1.5, "one sleeper: {alone:.2} M sleeps per timer");
     // Two sleepers: usually 1.2-1.4, now and then up to 1.8 (the two timers'
-    // phases drift); the best of five runs is what the rule decides (best of
-    // three read 1.50 in 2 of about 10 full-suite runs in session 13, 1.17-1.40
-    // in 12 runs alone; 1.95 without the rule).
+    // phases drift), against 1.95 when idle Ms sleep until every P's earliest
+    // timer; the best of five runs is what the rule decides (the best of three
+    // can read 1.50 in a full-suite run on 2 cores).
     let two = (0..5).map(|_| m_sleeps_per_timer(2)).fold(f64::MAX, f64::min);
     assert!(two < 1.5, "two sleepers: {two:.2} M sleeps per timer (best of 5)");
 }

@@ -4,9 +4,10 @@
 //! The M that comes back from the poller runs the G it found there (or the one
 //! a timer readied) without waking a helper, and a G that parks with a timer
 //! leaves the wake-up to its M's search: while that G computes, nobody is in
-//! the poller and nobody spins. Before `schedule::watch_timers` and sysmon's
-//! watch (`sysmon::timers_if_unwatched`), a 30 ms sleep on the idle P then took
-//! as long as the computation (319 ms in 9 of 10 runs; found by review).
+//! the poller and nobody spins. So someone else watches the timers: a helper
+//! the M wakes for a near one (`schedule::watch_timers`), and sysmon for the
+//! rest (`sysmon::timers_if_unwatched`). Unwatched, a 30 ms sleep on the idle P
+//! would take as long as the computation (about 300 ms).
 //!
 //! The thread sleeps below only stage the interleaving (which G's timer wakes
 //! the poller); no check depends on them being exact.
@@ -37,7 +38,7 @@ fn timed_sleep(d: Duration) -> goro::JoinHandle<Duration> {
 #[test]
 fn timers_fire_while_a_g_computes() {
     common::init_procs(2);
-    let _wd = common::watchdog("timers_fire_while_a_g_computes", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     far_timer();
     near_timer();
 }

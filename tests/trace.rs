@@ -344,7 +344,7 @@ fn start_as_the_first_goro_call_under_goro_trace_is_refused_not_stuck() {
     if common::is_child() {
         // The runtime is not running yet: `start` starts it, which begins the
         // GORO_TRACE trace.
-        let _watchdog = common::watchdog("start under GORO_TRACE", Duration::from_secs(60));
+        let _w = common::watchdog(Duration::from_secs(60));
         let err = goro::runtime::trace::start(std::io::sink()).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
         goro::go!(goro::yield_now).join().unwrap();

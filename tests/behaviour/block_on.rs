@@ -51,7 +51,7 @@ fn a_ready_future_returns_at_once_in_a_goroutine_and_on_a_thread() {
 
 #[test]
 fn wakes_from_threads_goroutines_before_the_park_and_during_the_poll() {
-    let _w = crate::common::watchdog("block_on_wakes", Duration::from_secs(60));
+    let _w = crate::common::watchdog(Duration::from_secs(60));
     // From a plain std thread, after a while.
     let (f, _) = countdown(50, |w: &Waker| {
         let w = w.clone();
@@ -74,7 +74,7 @@ fn wakes_from_threads_goroutines_before_the_park_and_during_the_poll() {
 
 #[test]
 fn concurrent_wakes_give_at_most_one_extra_poll_each() {
-    let _w = crate::common::watchdog("block_on_concurrent", Duration::from_secs(60));
+    let _w = crate::common::watchdog(Duration::from_secs(60));
     const ROUNDS: usize = 300;
     let (f, polls) = countdown(ROUNDS, |w: &Waker| {
         for _ in 0..2 {
@@ -91,7 +91,7 @@ fn concurrent_wakes_give_at_most_one_extra_poll_each() {
 #[test]
 fn a_stale_waker_does_not_wake_a_later_wait() {
     let _n = no_crowd();
-    let _w = crate::common::watchdog("block_on_stale", Duration::from_secs(60));
+    let _w = crate::common::watchdog(Duration::from_secs(60));
     let kept: Arc<Mutex<Option<Waker>>> = Arc::default();
     let k = kept.clone();
     let (tx, rx) = goro::chan::bounded::<u32>(0);
@@ -120,7 +120,7 @@ fn a_stale_waker_does_not_wake_a_later_wait() {
 #[test]
 fn the_dump_shows_a_goroutine_waiting_on_a_future() {
     let _n = no_crowd();
-    let _w = crate::common::watchdog("block_on_dump", Duration::from_secs(60));
+    let _w = crate::common::watchdog(Duration::from_secs(60));
     let kept: Arc<Mutex<Option<Waker>>> = Arc::default();
     let k = kept.clone();
     let (f, _) = countdown(1, move |w: &Waker| *k.lock().unwrap() = Some(w.clone()));
@@ -144,7 +144,7 @@ fn nested_in_blocking_and_panics_unwind_out() {
 
 #[test]
 fn ten_thousand_goroutines_await_futures_woken_by_one_thread() {
-    let _w = crate::common::watchdog("block_on_many", Duration::from_secs(120));
+    let _w = crate::common::watchdog(Duration::from_secs(120));
     const N: usize = 10_000;
     let (wakers_tx, wakers_rx) = std::sync::mpsc::channel::<Waker>();
     let waker_thread = std::thread::spawn(move || {
@@ -204,7 +204,7 @@ fn counted_waker(c: &Arc<Counted>) -> Waker {
 
 #[test]
 fn a_join_handle_is_a_future_woken_when_its_goroutine_ends() {
-    let _w = crate::common::watchdog("join_handle_future", Duration::from_secs(60));
+    let _w = crate::common::watchdog(Duration::from_secs(60));
     let c = Arc::new(Counted::default());
     let waker = counted_waker(&c);
     let mut cx = Context::from_waker(&waker);

@@ -13,7 +13,7 @@ use std::time::Duration;
 /// Go's test/chan/sieve1.go: a daisy chain of filter goroutines.
 #[test]
 fn sieve_finds_the_first_primes() {
-    let _w = common::watchdog("sieve", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let primes = go!(|| {
         let (tx, mut rx) = chan::bounded::<u32>(0);
         go!(move || {
@@ -184,7 +184,7 @@ fn zero_size_values() {
 /// Many producers, many consumers: every value exactly once.
 #[test]
 fn multi_consumer_each_value_once() {
-    let _w = common::watchdog("mpmc", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     for cap in [0, 7, 128] {
         let (tx, rx) = chan::bounded::<u32>(cap);
         let producers: Vec<_> = (0..4u32)

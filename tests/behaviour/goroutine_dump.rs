@@ -22,7 +22,7 @@ fn parks_on_mutex(m: Arc<goro::sync::Mutex<()>>) {
 #[test]
 fn the_dump_lists_every_g_with_state_creator_and_frames() {
     let _c = no_crowd();
-    let _w = common::watchdog("dump", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let (tx, rx) = goro::chan::bounded::<u8>(0);
     let receiver = goro::go!(goro::Builder::new().name("receiver"), move || parks_in_recv(rx)).unwrap();
     let m = Arc::new(goro::sync::Mutex::new(()));
@@ -124,7 +124,7 @@ fn the_dump_lists_every_g_with_state_creator_and_frames() {
 #[test]
 fn dumps_during_ping_pong_lose_no_wake_up() {
     let _c = no_crowd();
-    let _w = common::watchdog("dump ping-pong", Duration::from_secs(120));
+    let _w = common::watchdog(Duration::from_secs(120));
     const PAIRS: usize = 16;
     const ROUNDS: u32 = 20_000;
     let hs: Vec<_> = (0..PAIRS)

@@ -21,7 +21,6 @@ mod panic_report;
 mod print;
 mod schedtrace;
 mod select;
-mod sleep;
 mod spawn_join;
 mod stack_overflow;
 mod sync;

@@ -34,7 +34,7 @@ fn line(g: usize, n: usize) -> String {
 #[test]
 fn print_macros_format_before_locking_so_arguments_may_wait() {
     if common::is_child() {
-        let _w = common::watchdog("print_macros", Duration::from_secs(120));
+        let _w = common::watchdog(Duration::from_secs(120));
         goro::runtime::Config::new().procs(4).init().unwrap();
         // Ends the line libtest began with the test's name.
         goro::println!();

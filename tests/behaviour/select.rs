@@ -100,7 +100,7 @@ fn the_same_channel_in_several_arms() {
 /// received exactly once and nothing deadlocks.
 #[test]
 fn select_stress_over_many_channels() {
-    let _w = common::watchdog("select stress", Duration::from_secs(120));
+    let _w = common::watchdog(Duration::from_secs(120));
     const CHANS: usize = 8;
     const PER: u64 = 2000;
     let chans: Vec<_> = (0..CHANS).map(|i| chan::bounded::<u64>(i % 3)).collect();

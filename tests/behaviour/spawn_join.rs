@@ -12,7 +12,7 @@ use std::time::Duration;
 #[test]
 fn a_million_goroutines_spawned_and_joined() {
     let _c = crowd();
-    let _w = common::watchdog("a_million_goroutines", Duration::from_secs(120));
+    let _w = common::watchdog(Duration::from_secs(120));
     const N: usize = 1_000_000;
     let sum = go!(|| {
         let handles: Vec<JoinHandle<usize>> = (0..N).map(|i| go!(move || i)).collect();
@@ -201,7 +201,7 @@ fn a_goroutine_without_a_stack_drops_its_closure_as_a_plain_thread() {
     use std::cell::RefCell;
 
     if common::is_child() {
-        let _w = common::watchdog("a_goroutine_without_a_stack", Duration::from_secs(60));
+        let _w = common::watchdog(Duration::from_secs(60));
         goro::runtime::Config::new().procs(2).init().unwrap();
         go!(|| ()).join().unwrap();
         common::limit_address_space(256 << 20);
@@ -260,7 +260,7 @@ fn no_thread_for_an_m_is_a_fatal_error_with_status_2() {
         }
     }
     if common::is_child() {
-        let _w = common::watchdog("no_thread_for_an_m", Duration::from_secs(60));
+        let _w = common::watchdog(Duration::from_secs(60));
         goro::runtime::Config::new().procs(2).init().unwrap();
         go!(|| ()).join().unwrap();
         let (tx, rx) = goro::chan::bounded::<()>(0);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn mutex_counts_correctly_under_contention_from_gs_and_threads() {
-    let _w = common::watchdog("mutex contention", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let m = Arc::new(Mutex::new(0u64));
     let gs: Vec<_> = (0..16)
         .map(|_| {
@@ -43,7 +43,7 @@ fn mutex_counts_correctly_under_contention_from_gs_and_threads() {
 /// starve another that wants it.
 #[test]
 fn mutex_fairness() {
-    let _w = common::watchdog("mutex fairness", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let mu = Arc::new(Mutex::new(()));
     let stop = Arc::new(AtomicBool::new(false));
     let hog = {
@@ -138,7 +138,7 @@ fn rwlock_readers_share_and_writers_exclude() {
 
 #[test]
 fn rwlock_writer_is_not_starved_by_readers() {
-    let _w = common::watchdog("rwlock writer starvation", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let l = Arc::new(RwLock::new(0u64));
     let stop = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..4)
@@ -162,7 +162,7 @@ fn rwlock_writer_is_not_starved_by_readers() {
 
 #[test]
 fn condvar_producer_consumer_without_lost_wakeups() {
-    let _w = common::watchdog("condvar", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let q = Arc::new((Mutex::new(Vec::<u32>::new()), Condvar::new()));
     let consumers: Vec<_> = (0..4)
         .map(|_| {
@@ -309,7 +309,7 @@ fn waitgroup_below_zero_panics() {
 /// `wait` returns; with `add` and a trailing `done()` it would hang.
 #[test]
 fn waitgroup_go_and_guard_survive_panicking_goroutines() {
-    let _w = common::watchdog("waitgroup go", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let wg = WaitGroup::new();
     let ran = Arc::new(AtomicUsize::new(0));
     for i in 0..100 {
@@ -350,7 +350,7 @@ fn waitgroup_go_and_guard_survive_panicking_goroutines() {
 /// Owned permits: acquired in the parent, released in the child goroutine.
 #[test]
 fn semaphore_owned_permits_move_into_goroutines() {
-    let _w = common::watchdog("owned permits", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let sem = Arc::new(Semaphore::new(3));
     let running = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
@@ -407,7 +407,7 @@ fn once_runs_once_for_concurrent_callers_and_counts_a_panic_as_done() {
 /// Each primitive between goroutines and plain threads, both directions.
 #[test]
 fn primitives_work_across_goroutines_and_threads() {
-    let _w = common::watchdog("g/thread mix", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     // Condvar: a thread waits for a G, then a G waits for a thread.
     let pair = Arc::new((Mutex::new(0u32), Condvar::new()));
     let p = pair.clone();

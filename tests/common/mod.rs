@@ -4,6 +4,7 @@
 //! counting the Ms' sleeps, keeping every core busy, and reading the RSS.
 #![allow(dead_code)] // each test binary uses a different subset
 
+use std::io::Write;
 use std::process::{Command, Output};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -22,11 +23,21 @@ pub fn init_procs(procs: usize) {
 
 /// Aborts the process if not dropped within `limit`: a hang (a lost wake-up) must
 /// fail the test, not stall CI.
+#[must_use = "the watchdog watches until dropped: bind it to a named variable"]
 pub struct Watchdog {
     done: Arc<(Mutex<bool>, Condvar)>,
 }
 
-pub fn watchdog(name: &'static str, limit: Duration) -> Watchdog {
+/// A [`Watchdog`] for the test running on this thread, which its abort message
+/// names: libtest runs each test on a thread named after it (the name `--exact`
+/// takes), so the name is always the test's own. Panics on any other thread (a
+/// goroutine's M, a plain thread, the main thread of a binary without libtest).
+pub fn watchdog(limit: Duration) -> Watchdog {
+    let test = std::thread::current()
+        .name()
+        .filter(|n| *n != "main" && n.chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':'))
+        .expect("a watchdog is armed on the thread libtest runs the test on")
+        .to_string();
     let done = Arc::new((Mutex::new(false), Condvar::new()));
     let d = done.clone();
     std::thread::spawn(move || {
@@ -34,7 +45,12 @@ pub fn watchdog(name: &'static str, limit: Duration) -> Watchdog {
         let guard = lock.lock().unwrap();
         let (guard, timeout) = cv.wait_timeout_while(guard, limit, |done| !*done).unwrap();
         if timeout.timed_out() && !*guard {
-            eprintln!("watchdog: {name} did not finish within {limit:?}: hang (lost wake-up?)");
+            // Straight to the stream: libtest captures `eprintln!` in the test's
+            // threads, and the abort would lose what it captured.
+            let _ = writeln!(
+                std::io::stderr(),
+                "watchdog: {test} did not finish within {limit:?}: hang (lost wake-up?)"
+            );
             std::process::abort();
         }
     });
@@ -236,8 +252,13 @@ pub fn rss_kib() -> usize {
 
 /// Limits this process's address space to what is mapped now plus `room`
 /// bytes (`RLIMIT_AS`): a child's way to make a large goroutine stack
-/// impossible to map.
+/// impossible to map. Threads that allocate for the first time from here on
+/// share glibc's existing malloc arenas: a new arena reserves 64 MiB, so a few
+/// Ms started later (how many depends on the machine's load) would use up
+/// `room` and fail small allocations.
 pub fn limit_address_space(room: u64) {
+    // SAFETY: mallopt with a valid parameter and value.
+    assert_eq!(unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) }, 1);
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let vm_kb: u64 = status
         .lines()

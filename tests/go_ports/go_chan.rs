@@ -21,7 +21,7 @@
 //!   port sleeps too, but only to widen the window for a bug: no check depends on
 //!   the sleep being long enough.
 
-use crate::{common, shared, PROCS};
+use crate::{go_test, join};
 
 use goro::chan::{self, Receiver, RecvError, Sender, TryRecvError, TrySendError};
 use goro::sync::WaitGroup;
@@ -31,23 +31,6 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Starts the runtime, arms the watchdog and runs `body` in a goroutine,
-/// re-raising its panic on the test thread.
-fn go_test(name: &'static str, body: impl FnOnce() + Send + 'static) {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog(name, Duration::from_secs(60));
-    join(go!(body));
-}
-
-/// Joins a goroutine, re-raising its panic.
-fn join<T>(h: goro::JoinHandle<T>) -> T {
-    match h.join() {
-        Ok(v) => v,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
 
 /// Go's `defer wg.Done()`.
 struct DoneOnDrop(WaitGroup);
@@ -97,7 +80,7 @@ const CHAN_CAPS: usize = 200;
 // and 4 receivers lose and duplicate nothing, and len/cap.
 #[test]
 fn test_chan() {
-    go_test("test_chan", || {
+    go_test(|| {
         for cap in 0..CHAN_CAPS {
             chan_recv_blocks_on_empty(cap);
             chan_send_blocks_on_full(cap);
@@ -284,7 +267,7 @@ fn chan_len_cap(cap: usize) {
 // close), never take `default`.
 #[test]
 fn test_nonblock_recv_race() {
-    go_test("test_nonblock_recv_race", || {
+    go_test(|| {
         // Go: 10000 (100 with -short).
         for _ in 0..10_000 {
             let (tx, rx) = chan::bounded::<i32>(1);
@@ -306,18 +289,18 @@ fn test_nonblock_recv_race() {
 // on one snapshot of the channels.
 #[test]
 fn test_nonblock_select_race() {
-    nonblock_select_race("test_nonblock_select_race", false);
+    nonblock_select_race(false);
 }
 
 // Ports TestNonblockSelectRace2: as above, with c2 unbuffered and closed
 // instead of filled.
 #[test]
 fn test_nonblock_select_race2() {
-    nonblock_select_race("test_nonblock_select_race2", true);
+    nonblock_select_race(true);
 }
 
-fn nonblock_select_race(name: &'static str, close_c2: bool) {
-    go_test(name, move || {
+fn nonblock_select_race(close_c2: bool) {
+    go_test(move || {
         let (done_tx, done_rx) = chan::bounded::<bool>(1);
         // Go: 100000 (1000 with -short).
         for _ in 0..100_000 {
@@ -358,7 +341,7 @@ fn nonblock_select_race(name: &'static str, close_c2: bool) {
 // on an unbuffered channel a goroutine must never receive its own value.
 #[test]
 fn test_self_select() {
-    go_test("test_self_select", || {
+    go_test(|| {
         for cap in [0usize, 10] {
             let wg = WaitGroup::new();
             wg.add(2);
@@ -401,7 +384,7 @@ fn test_self_select() {
 // once its channel is done. The whole must not deadlock.
 #[test]
 fn test_select_stress() {
-    go_test("test_select_stress", || {
+    go_test(|| {
         const N: usize = 100_000; // Go: 1e5 (1e4 with -short)
         let chans: Vec<(Sender<i32>, Receiver<i32>)> = [0, 0, 2, 3].iter().map(|&cap| chan::bounded(cap)).collect();
         let wg = WaitGroup::new();
@@ -474,7 +457,7 @@ fn test_select_stress() {
 // ready arms must each win about half the time (within 10 sigma).
 #[test]
 fn test_select_fairness() {
-    go_test("test_select_fairness", || {
+    go_test(|| {
         const TRIALS: usize = 10_000;
         let (c1_tx, c1) = chan::bounded::<u8>(TRIALS + 1);
         let (c2_tx, c2) = chan::bounded::<u8>(TRIALS + 1);
@@ -532,7 +515,7 @@ fn test_select_fairness() {
 // may block, and the values of the arms not taken are dropped (goro's rule).
 #[test]
 fn test_chan_send_interface() {
-    go_test("test_chan_send_interface", || {
+    go_test(|| {
         struct Mt;
         let m = Arc::new(Mt);
         let (tx, rx) = chan::bounded::<Arc<Mt>>(1);
@@ -560,7 +543,7 @@ fn test_chan_send_interface() {
 // them in an order derived from the random poll order.)
 #[test]
 fn test_pseudo_random_send() {
-    go_test("test_pseudo_random_send", || {
+    go_test(|| {
         const N: usize = 100;
         for cap in [0, N] {
             let (tx, rx) = chan::bounded::<usize>(cap);
@@ -595,7 +578,7 @@ fn test_pseudo_random_send() {
 // waits for the workers and closes the results. Count and sum must match.
 #[test]
 fn test_multi_consumer() {
-    go_test("test_multi_consumer", || {
+    go_test(|| {
         const NWORK: usize = 23;
         const NITER: usize = 271_828; // as Go
         const PN: [usize; 10] = [2, 3, 7, 11, 13, 17, 19, 23, 27, 31];
@@ -648,7 +631,7 @@ fn test_multi_consumer() {
 // unbuffered send; values must arrive intact and in order.
 #[test]
 fn test_blocked_send_after_deep_stack() {
-    go_test("test_blocked_send_after_deep_stack", || {
+    go_test(|| {
         const N: usize = 10;
         let (tx, rx) = chan::bounded::<usize>(0);
         let (done_tx, done_rx) = chan::bounded::<()>(0);
@@ -673,7 +656,7 @@ fn test_blocked_send_after_deep_stack() {
 // (exercising the window between "about to park" and "parked").
 #[test]
 fn test_park_after_deep_stack() {
-    go_test("test_park_after_deep_stack", || {
+    go_test(|| {
         const N: usize = 10;
         for _ in 0..N * 20 {
             let (tx, rx) = chan::bounded::<usize>(0);
@@ -704,7 +687,7 @@ fn test_park_after_deep_stack() {
 // entries out of c's queue, so that a later send on c reaches B.
 #[test]
 fn test_select_duplicate_channel() {
-    go_test("test_select_duplicate_channel", || {
+    go_test(|| {
         let (c_tx, c_rx) = chan::bounded::<i32>(0);
         let (d_tx, d_rx) = chan::bounded::<i32>(0);
         let (e_tx, e_rx) = chan::bounded::<i32>(0);
@@ -737,7 +720,7 @@ fn test_select_duplicate_channel() {
 // `c` arm would have overwritten must be untouched.
 #[test]
 fn test_select_stack_adjust() {
-    go_test("test_select_stack_adjust", || {
+    go_test(|| {
         let (c_tx, c_rx) = chan::bounded::<usize>(0);
         let (d_tx, d_rx) = chan::bounded::<usize>(0);
         let spawn = |dup: bool| {
@@ -834,8 +817,8 @@ fn do_request(use_select: bool) -> (Option<Response>, Option<Box<dyn std::error:
     (r.resp, r.err)
 }
 
-fn chan_send_barrier(name: &'static str, use_select: bool) {
-    go_test(name, move || {
+fn chan_send_barrier(use_select: bool) {
+    go_test(move || {
         const OUTER: usize = 100; // as Go (10 with -short)
         const INNER: usize = 1_000; // Go: 100000 (1000 with -short)
         let wg = WaitGroup::new();
@@ -862,13 +845,13 @@ fn chan_send_barrier(name: &'static str, use_select: bool) {
 // new goroutine's plain send of a boxed result; every result must arrive whole.
 #[test]
 fn test_chan_send_barrier() {
-    chan_send_barrier("test_chan_send_barrier", false);
+    chan_send_barrier(false);
 }
 
 // Ports TestChanSendSelectBarrier: as above, the answer sent from a select arm.
 #[test]
 fn test_chan_send_select_barrier() {
-    chan_send_barrier("test_chan_send_select_barrier", true);
+    chan_send_barrier(true);
 }
 
 // ---------------------------------------------------------------------------
@@ -881,7 +864,7 @@ fn test_chan_send_select_barrier() {
 // never both run), and (added here) that none is lost.
 #[test]
 fn test_double_select() {
-    go_test("test_double_select", || {
+    go_test(|| {
         const ITERATIONS: usize = 100_000; // as Go
         let chans: Vec<(Sender<usize>, Receiver<usize>)> = (0..4).map(|_| chan::bounded(0)).collect();
         let (done_tx, done_rx) = chan::bounded::<bool>(0);
@@ -931,7 +914,7 @@ fn test_double_select() {
 // later sends on c1 wake both receivers.
 #[test]
 fn test_select_leaves_queue_intact() {
-    go_test("test_select_leaves_queue_intact", || {
+    go_test(|| {
         let (c1_tx, c1_rx) = chan::bounded::<bool>(0);
         let (c2_tx, c2_rx) = chan::bounded::<bool>(0);
         let (c3_tx, c3_rx) = chan::bounded::<bool>(0);
@@ -961,7 +944,7 @@ fn test_select_leaves_queue_intact() {
 // forms) completes on an unbuffered channel.
 #[test]
 fn test_select_discard_value() {
-    go_test("test_select_discard_value", || {
+    go_test(|| {
         type Recv = fn(Receiver<i32>);
         fn recv1(c: Receiver<i32>) {
             c.recv().unwrap();
@@ -1081,7 +1064,7 @@ where
 // sends / receives retried in a loop complete once a partner goroutine waits.
 #[test]
 fn test_nonblock() {
-    go_test("test_nonblock", || {
+    go_test(|| {
         for buffer in 0..2 {
             nonblock_case::<i32>(buffer, 123, 234);
             nonblock_case::<i64>(buffer, 123_456, 234_567);

@@ -13,15 +13,14 @@
 //! Go's semantics map onto goro's guard-based API: `Lock`/`Unlock` is `lock()`
 //! and dropping the guard, `RLock` is `read()`, `Cond.Wait` takes and returns the
 //! guard, `Signal`/`Broadcast` are `notify_one`/`notify_all`. A Go test function
-//! runs in a goroutine, so most bodies here run inside a G ([`in_g`]); a few also
+//! runs in a goroutine, so most bodies here run inside a G ([`go_test`]); a few also
 //! run on the plain test thread, which goro supports as well.
 //!
 //! Not ported: the Go tests that need runtime internals, copy detection, weighted
 //! or cancellable acquires, or several GOMAXPROCS values in one process (every
-//! test in this binary shares one runtime with 4 Ps). The final report of the
-//! port lists them with reasons.
+//! test in this binary shares one runtime with 4 Ps).
 
-use crate::{common, shared, PROCS};
+use crate::{go_test, in_g, running};
 
 use goro::chan::{self, TryRecvError};
 use goro::sync::{Condvar, Mutex, Once, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, WaitGroup};
@@ -32,12 +31,12 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Runs `f` in a goroutine (as `go test` runs a test function) and re-raises
-/// its panic, if any, on the test thread.
-fn in_g<F: FnOnce() + Send + 'static>(f: F) {
-    if let Err(p) = go!(f).join() {
-        std::panic::resume_unwind(p);
-    }
+/// Runs a Go test body both on the test thread (a plain thread, which goro's
+/// `sync` serves as well) and in a goroutine, as `go test` runs it.
+fn on_thread_and_in_g(body: fn()) {
+    let _running = running();
+    body();
+    in_g(body);
 }
 
 /// The text of a panic payload.
@@ -79,10 +78,7 @@ fn busy_work() {
 /// `Semaphore::new(1)`); the permit must never be held twice at once.
 #[test]
 fn go_test_semaphore() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_semaphore", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         let sem: &'static Semaphore = Box::leak(Box::new(Semaphore::new(1)));
         let inside = Arc::new(AtomicUsize::new(0));
         let (done_tx, done_rx) = chan::bounded::<bool>(0);
@@ -119,10 +115,7 @@ fn hammer_mutex(m: &Mutex<u64>, loops: usize) {
 /// goroutine and on a plain thread.
 #[test]
 fn go_test_mutex() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_mutex", Duration::from_secs(60));
-    fn body() {
+    on_thread_and_in_g(|| {
         let m = Arc::new(Mutex::new(0u64));
         let (done_tx, done_rx) = chan::bounded::<bool>(0);
         for _ in 0..10 {
@@ -136,9 +129,7 @@ fn go_test_mutex() {
             assert_eq!(done_rx.recv(), Ok(true));
         }
         assert_eq!(*m.lock(), 10_000);
-    }
-    body();
-    in_g(body);
+    });
 }
 
 /// TestMutexMisuse, as far as guards allow. Go's eight cases (unlocking an
@@ -149,10 +140,7 @@ fn go_test_mutex() {
 /// other than the one that locked; after that the lock must be really free.
 #[test]
 fn go_test_mutex_misuse_guard_equivalents() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_mutex_misuse", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         let m: &'static Mutex<u32> = Box::leak(Box::new(Mutex::new(0)));
         let (tx, rx) = chan::bounded(0);
         let locker = go!(move || tx.send(m.lock()).unwrap());
@@ -188,10 +176,7 @@ fn go_test_mutex_misuse_guard_equivalents() {
 /// hands the lock to a waiter queued for over 1 ms.
 #[test]
 fn go_test_mutex_fairness() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_mutex_fairness", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         let mu = Arc::new(Mutex::new(()));
         let (stop_tx, stop_rx) = chan::bounded::<bool>(0);
         let hog = {
@@ -235,42 +220,42 @@ fn go_test_mutex_fairness() {
 // rwmutex_test.go
 // ---------------------------------------------------------------------------
 
-/// TestParallelReaders: `readers` goroutines must all hold the read lock at the
-/// same time (each holds it until told to let go, after all have reported in).
-/// Go varies GOMAXPROCS (4, 4, 2); goro's is 4 for the whole binary, so the
-/// reader counts go past it instead.
+/// Go's parallelReader round: `readers` goroutines must all hold the read lock
+/// at the same time (each holds it until told to let go, after all have
+/// reported in).
+fn parallel_readers(readers: usize) {
+    let m = Arc::new(RwLock::new(()));
+    let (locked_tx, locked_rx) = chan::bounded::<bool>(0);
+    let (unlock_tx, unlock_rx) = chan::bounded::<bool>(0);
+    let (done_tx, done_rx) = chan::bounded::<bool>(0);
+    for _ in 0..readers {
+        let (m, locked_tx, unlock_rx, done_tx) = (m.clone(), locked_tx.clone(), unlock_rx.clone(), done_tx.clone());
+        go!(move || {
+            let g = m.read();
+            locked_tx.send(true).unwrap();
+            unlock_rx.recv().unwrap();
+            drop(g);
+            done_tx.send(true).unwrap();
+        });
+    }
+    for _ in 0..readers {
+        locked_rx.recv().unwrap();
+    }
+    for _ in 0..readers {
+        unlock_tx.send(true).unwrap();
+    }
+    for _ in 0..readers {
+        done_rx.recv().unwrap();
+    }
+    assert!(m.try_write().is_some(), "all readers gone");
+}
+
+/// TestParallelReaders: Go's cases are (readers, GOMAXPROCS) = (1, 4), (3, 4),
+/// (4, 2); goro's GOMAXPROCS is 4 for the whole binary, so the reader counts go
+/// past it instead.
 #[test]
 fn go_test_parallel_readers() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_parallel_readers", Duration::from_secs(60));
-    fn parallel_readers(readers: usize) {
-        let m = Arc::new(RwLock::new(()));
-        let (locked_tx, locked_rx) = chan::bounded::<bool>(0);
-        let (unlock_tx, unlock_rx) = chan::bounded::<bool>(0);
-        let (done_tx, done_rx) = chan::bounded::<bool>(0);
-        for _ in 0..readers {
-            let (m, locked_tx, unlock_rx, done_tx) = (m.clone(), locked_tx.clone(), unlock_rx.clone(), done_tx.clone());
-            go!(move || {
-                let g = m.read();
-                locked_tx.send(true).unwrap();
-                unlock_rx.recv().unwrap();
-                drop(g);
-                done_tx.send(true).unwrap();
-            });
-        }
-        for _ in 0..readers {
-            locked_rx.recv().unwrap();
-        }
-        for _ in 0..readers {
-            unlock_tx.send(true).unwrap();
-        }
-        for _ in 0..readers {
-            done_rx.recv().unwrap();
-        }
-        assert!(m.try_write().is_some(), "all readers gone");
-    }
-    in_g(|| {
+    go_test(|| {
         for readers in [1, 3, 4, 10] {
             parallel_readers(readers);
         }
@@ -308,36 +293,43 @@ fn rw_writer(rwm: &RwLock<()>, iterations: usize, activity: &AtomicI32, yield_in
     }
 }
 
+/// Who takes part in a hammering: goroutines only, or every other participant a
+/// plain OS thread (which blocks itself rather than parking, and runs in parallel
+/// with the Ps).
+#[derive(Clone, Copy)]
+enum Crew {
+    Goroutines,
+    GoroutinesAndThreads,
+}
+
 /// Go's HammerRWMutex: two writers and `readers` readers, the second writer
-/// started half-way through the readers, all `iterations` times.
-fn hammer_rwmutex(readers: usize, iterations: usize, yield_inside: bool) {
+/// started half-way through the readers, all `iterations` times; with
+/// `yield_inside`, every critical section yields.
+fn hammer_rwmutex(crew: Crew, readers: usize, iterations: usize, yield_inside: bool) {
     let rwm = Arc::new(RwLock::new(()));
     let activity = Arc::new(AtomicI32::new(0));
-    let (done_tx, done_rx) = chan::bounded::<bool>(0);
-    let start = |writer: bool| {
-        let (rwm, activity, done_tx) = (rwm.clone(), activity.clone(), done_tx.clone());
-        go!(move || {
+    let roles = std::iter::once(true)
+        .chain((0..readers / 2).map(|_| false))
+        .chain(std::iter::once(true))
+        .chain((readers / 2..readers).map(|_| false));
+    let mut gs = Vec::new();
+    let mut ts = Vec::new();
+    for (k, writer) in roles.enumerate() {
+        let (rwm, activity) = (rwm.clone(), activity.clone());
+        let f = move || {
             if writer {
                 rw_writer(&rwm, iterations, &activity, yield_inside);
             } else {
                 rw_reader(&rwm, iterations, &activity, yield_inside);
             }
-            done_tx.send(true).unwrap();
-        })
-    };
-    let mut hs = vec![start(true)];
-    hs.extend((0..readers / 2).map(|_| start(false)));
-    hs.push(start(true));
-    hs.extend((readers / 2..readers).map(|_| start(false)));
-    for _ in 0..2 + readers {
-        // A goroutine that panicked never sends: its join below reports why.
-        if done_rx.recv_timeout(Duration::from_secs(30)).is_err() {
-            break;
+        };
+        match crew {
+            Crew::GoroutinesAndThreads if k % 2 == 1 => ts.push(std::thread::spawn(f)),
+            _ => gs.push(go!(f)),
         }
     }
-    for h in hs {
-        h.join().unwrap();
-    }
+    gs.into_iter().for_each(|h| h.join().unwrap());
+    ts.into_iter().for_each(|h| h.join().unwrap());
     assert_eq!(activity.load(Ordering::SeqCst), 0);
 }
 
@@ -348,13 +340,10 @@ fn hammer_rwmutex(readers: usize, iterations: usize, yield_inside: bool) {
 /// inside, so that Gs on the same P interleave inside the locks too.
 #[test]
 fn go_test_rwmutex() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_rwmutex", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         for yield_inside in [false, true] {
             for readers in [1, 3, 10, 5] {
-                hammer_rwmutex(readers, 1000, yield_inside);
+                hammer_rwmutex(Crew::Goroutines, readers, 1000, yield_inside);
             }
         }
     });
@@ -366,10 +355,7 @@ fn go_test_rwmutex() {
 /// alive, and a new read lock must not be granted while the write guard lives.
 #[test]
 fn go_test_rlocker() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_rlocker", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         type Reads = (RwLockReadGuard<'static, ()>, RwLockReadGuard<'static, ()>);
         let wl: &'static RwLock<()> = Box::leak(Box::new(RwLock::new(())));
         let (rlocked_tx, rlocked_rx) = chan::bounded::<Reads>(1);
@@ -431,26 +417,19 @@ fn wait_group_round(wg1: &WaitGroup, wg2: &WaitGroup) {
 /// a proper state); run from a goroutine and from a plain thread.
 #[test]
 fn go_test_wait_group() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group", Duration::from_secs(60));
-    fn body() {
+    on_thread_and_in_g(|| {
         let (wg1, wg2) = (WaitGroup::new(), WaitGroup::new());
         for _ in 0..8 {
             wait_group_round(&wg1, &wg2);
         }
-    }
-    body();
-    in_g(body);
+    });
 }
 
 /// TestWaitGroupMisuse: a `done` that takes the counter below zero panics with
 /// Go's message. Checked in a goroutine (delivered by `join`) and on the thread.
 #[test]
 fn go_test_wait_group_misuse() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group_misuse", Duration::from_secs(60));
+    let _running = running();
     let misuse = || {
         let wg = WaitGroup::new();
         wg.add(1);
@@ -479,10 +458,7 @@ fn go_test_wait_group_misuse() {
 /// never panic.
 #[test]
 fn go_test_wait_group_misuse2_adapted() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group_misuse2", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         for _ in 0..3000 {
             let wg = WaitGroup::new();
             wg.add(1);
@@ -510,10 +486,7 @@ fn go_test_wait_group_misuse2_adapted() {
 /// has returned"); goro has no detector, so both waits must just return.
 #[test]
 fn go_test_wait_group_misuse3_adapted() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group_misuse3", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         for _ in 0..3000 {
             let wg = WaitGroup::new();
             wg.add(1);
@@ -543,10 +516,7 @@ fn go_test_wait_group_misuse3_adapted() {
 /// `wait` must not return before both did (no spurious wake-up). 1000 tries.
 #[test]
 fn go_test_wait_group_race() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group_race", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         for _ in 0..1000 {
             let wg = WaitGroup::new();
             let n = Arc::new(AtomicI32::new(0));
@@ -568,14 +538,11 @@ fn go_test_wait_group_race() {
 /// goroutine through a shared reference to the struct.
 #[test]
 fn go_test_wait_group_align() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_wait_group_align", Duration::from_secs(60));
     struct X {
         x: u8,
         wg: WaitGroup,
     }
-    in_g(|| {
+    go_test(|| {
         let x: &'static X = Box::leak(Box::new(X {
             x: 1,
             wg: WaitGroup::new(),
@@ -595,10 +562,7 @@ fn go_test_wait_group_align() {
 /// them must see the increment done once its call returns, and the total is 1.
 #[test]
 fn go_test_once() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_once", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         let once = Arc::new(Once::new());
         let o = Arc::new(AtomicUsize::new(0));
         let (c_tx, c_rx) = chan::bounded::<bool>(0);
@@ -628,10 +592,7 @@ fn go_test_once() {
 /// second (also panicking) closure must not run, nor any later one.
 #[test]
 fn go_test_once_panic() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_once_panic", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         let once = Once::new();
         for i in 0..2 {
             let r = catch_unwind(AssertUnwindSafe(|| once.call_once(|| panic!("failed"))));
@@ -653,10 +614,7 @@ fn go_test_once_panic() {
 /// running their own closures. The panic reaches only the first caller.
 #[test]
 fn go_test_once_panic_releases_waiters() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_once_panic_waiters", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         for _ in 0..200 {
             let once = Arc::new(Once::new());
             let ran = Arc::new(AtomicUsize::new(0));
@@ -700,46 +658,72 @@ fn go_test_once_panic_releases_waiters() {
 // cond_test.go
 // ---------------------------------------------------------------------------
 
+/// The waiters of Go's cond tests: each takes the lock, reports in on
+/// `running`, waits on the condvar once, and reports its id on `awake`.
+struct Waiters {
+    mc: Arc<(Mutex<()>, Condvar)>,
+    running_tx: chan::Sender<()>,
+    running: chan::Receiver<()>,
+    awake_tx: chan::Sender<usize>,
+    awake: chan::Receiver<usize>,
+}
+
+impl Waiters {
+    /// Room for `n` waiters' reports.
+    fn new(n: usize) -> Waiters {
+        let (running_tx, running) = chan::bounded(n);
+        let (awake_tx, awake) = chan::bounded(n);
+        Waiters {
+            mc: Arc::new((Mutex::new(()), Condvar::new())),
+            running_tx,
+            running,
+            awake_tx,
+            awake,
+        }
+    }
+
+    /// Starts waiter `id` in a goroutine.
+    fn start(&self, id: usize) -> goro::JoinHandle<()> {
+        let (mc, running_tx, awake_tx) = (self.mc.clone(), self.running_tx.clone(), self.awake_tx.clone());
+        go!(move || {
+            let (m, c) = &*mc;
+            let g = m.lock();
+            running_tx.send(()).unwrap();
+            let g = c.wait(g);
+            awake_tx.send(id).unwrap();
+            drop(g);
+        })
+    }
+
+    /// Go's `m.Lock(); c.Signal(); m.Unlock()`.
+    fn signal(&self) {
+        let (m, c) = &*self.mc;
+        let g = m.lock();
+        c.notify_one();
+        drop(g);
+    }
+}
+
 /// TestCondSignal: two goroutines wait; each `notify_one` (made under the mutex)
 /// must wake exactly one of them; a final notify with no waiters is harmless.
 #[test]
 fn go_test_cond_signal() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal", Duration::from_secs(60));
-    fn body() {
-        let mc = Arc::new((Mutex::new(()), Condvar::new()));
-        let mut n = 2;
-        let (running_tx, running_rx) = chan::bounded::<bool>(n);
-        let (awake_tx, awake_rx) = chan::bounded::<bool>(n);
+    on_thread_and_in_g(|| {
+        let n = 2;
+        let w = Waiters::new(n);
+        let hs: Vec<_> = (0..n).map(|id| w.start(id)).collect();
         for _ in 0..n {
-            let (mc, running_tx, awake_tx) = (mc.clone(), running_tx.clone(), awake_tx.clone());
-            go!(move || {
-                let (m, c) = &*mc;
-                let g = m.lock();
-                running_tx.send(true).unwrap();
-                let g = c.wait(g);
-                awake_tx.send(true).unwrap();
-                drop(g);
-            });
+            w.running.recv().unwrap(); // everyone is running
         }
         for _ in 0..n {
-            running_rx.recv().unwrap(); // everyone is running
+            assert_empty(&w.awake, "goroutine not asleep");
+            w.signal();
+            w.awake.recv().unwrap(); // hangs if nobody wakes
+            assert_empty(&w.awake, "too many goroutines awake");
         }
-        let (m, c) = &*mc;
-        while n > 0 {
-            assert_empty(&awake_rx, "goroutine not asleep");
-            let g = m.lock();
-            c.notify_one();
-            drop(g);
-            awake_rx.recv().unwrap(); // hangs if nobody wakes
-            assert_empty(&awake_rx, "too many goroutines awake");
-            n -= 1;
-        }
-        c.notify_one();
-    }
-    in_g(body);
-    body();
+        w.signal();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+    });
 }
 
 /// TestCondSignalGenerations: a hundred goroutines start one after another and
@@ -747,36 +731,20 @@ fn go_test_cond_signal() {
 /// that wakes must be the one signalled, in start order.
 #[test]
 fn go_test_cond_signal_generations() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal_generations", Duration::from_secs(60));
-    in_g(|| {
-        let mc = Arc::new((Mutex::new(()), Condvar::new()));
+    go_test(|| {
         let n = 100;
-        let (running_tx, running_rx) = chan::bounded::<bool>(n);
-        let (awake_tx, awake_rx) = chan::bounded::<usize>(n);
+        let w = Waiters::new(n);
         let mut hs = Vec::new();
         for i in 0..n {
-            let (mc2, running_tx, awake_tx) = (mc.clone(), running_tx.clone(), awake_tx.clone());
-            hs.push(go!(move || {
-                let (m, c) = &*mc2;
-                let g = m.lock();
-                running_tx.send(true).unwrap();
-                let g = c.wait(g);
-                awake_tx.send(i).unwrap();
-                drop(g);
-            }));
+            hs.push(w.start(i));
             if i > 0 {
-                let a = awake_rx.recv().unwrap();
+                let a = w.awake.recv().unwrap();
                 assert_eq!(a, i - 1, "wrong goroutine woke up");
             }
-            running_rx.recv().unwrap();
-            let (m, c) = &*mc;
-            let g = m.lock();
-            c.notify_one();
-            drop(g);
+            w.running.recv().unwrap();
+            w.signal();
         }
-        assert_eq!(awake_rx.recv(), Ok(n - 1));
+        assert_eq!(w.awake.recv(), Ok(n - 1));
         hs.into_iter().for_each(|h| h.join().unwrap());
     });
 }
@@ -786,88 +754,77 @@ fn go_test_cond_signal_generations() {
 /// in a known order; n `notify_one`s must wake them in that same order.
 #[test]
 fn go_test_cond_signal_fifo_order() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal_fifo_order", Duration::from_secs(60));
-    in_g(|| {
-        let mc = Arc::new((Mutex::new(()), Condvar::new()));
+    go_test(|| {
         let n = 50;
-        let (running_tx, running_rx) = chan::bounded::<()>(n);
-        let (awake_tx, awake_rx) = chan::bounded::<usize>(n);
+        let w = Waiters::new(n);
         let mut hs = Vec::new();
         for i in 0..n {
-            let (mc2, running_tx, awake_tx) = (mc.clone(), running_tx.clone(), awake_tx.clone());
-            hs.push(go!(move || {
-                let (m, c) = &*mc2;
-                let g = m.lock();
-                running_tx.send(()).unwrap();
-                let g = c.wait(g);
-                awake_tx.send(i).unwrap();
-                drop(g);
-            }));
-            running_rx.recv().unwrap();
-            drop(mc.0.lock()); // goroutine i is inside wait before i + 1 starts
+            hs.push(w.start(i));
+            w.running.recv().unwrap();
+            drop(w.mc.0.lock()); // goroutine i is inside wait before i + 1 starts
         }
         for want in 0..n {
-            let g = mc.0.lock();
-            mc.1.notify_one();
-            drop(g);
-            assert_eq!(awake_rx.recv(), Ok(want), "notify_one woke out of order");
+            w.signal();
+            assert_eq!(w.awake.recv(), Ok(want), "notify_one woke out of order");
         }
         hs.into_iter().for_each(|h| h.join().unwrap());
     });
 }
 
-/// TestCondBroadcast: n goroutines wait in a loop until `exit`; n rounds of
-/// `notify_all` must each wake every one of them exactly once; after the last
-/// round (with `exit` set) all of them leave.
+/// Go's TestCondBroadcast body: `n` waiters (`crew`) wait in a loop until
+/// `exit`; `rounds` rounds of `notify_all` must each wake every one of them
+/// exactly once; after the last round (with `exit` set) all of them leave.
+fn cond_broadcast(crew: Crew, n: usize, rounds: usize) {
+    let mc = Arc::new((Mutex::new(false), Condvar::new()));
+    let (running_tx, running_rx) = chan::bounded::<usize>(n);
+    let (awake_tx, awake_rx) = chan::bounded::<usize>(n);
+    let mut gs = Vec::new();
+    let mut ts = Vec::new();
+    for id in 0..n {
+        let (mc, running_tx, awake_tx) = (mc.clone(), running_tx.clone(), awake_tx.clone());
+        let f = move || {
+            let (m, c) = &*mc;
+            let mut exit = m.lock();
+            while !*exit {
+                running_tx.send(id).unwrap();
+                exit = c.wait(exit);
+                awake_tx.send(id).unwrap();
+            }
+        };
+        match crew {
+            Crew::GoroutinesAndThreads if id % 2 == 1 => ts.push(std::thread::spawn(f)),
+            _ => gs.push(go!(f)),
+        }
+    }
+    let (m, c) = &*mc;
+    for round in 0..rounds {
+        for _ in 0..n {
+            running_rx.recv().unwrap(); // hangs unless n are running
+        }
+        if round == rounds - 1 {
+            *m.lock() = true;
+        }
+        assert_empty(&awake_rx, "waiter not asleep");
+        let g = m.lock();
+        c.notify_all();
+        drop(g);
+        let mut seen = vec![false; n];
+        for _ in 0..n {
+            let id = awake_rx.recv().unwrap();
+            assert!(!seen[id], "waiter woke up twice");
+            seen[id] = true;
+        }
+    }
+    gs.into_iter().for_each(|h| h.join().unwrap());
+    ts.into_iter().for_each(|h| h.join().unwrap());
+    assert_empty(&running_rx, "waiter did not exit");
+    c.notify_all();
+}
+
+/// TestCondBroadcast: 200 goroutines, 200 rounds, as Go.
 #[test]
 fn go_test_cond_broadcast() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_broadcast", Duration::from_secs(60));
-    in_g(|| {
-        let mc = Arc::new((Mutex::new(false), Condvar::new()));
-        let n = 200;
-        let (running_tx, running_rx) = chan::bounded::<usize>(n);
-        let (awake_tx, awake_rx) = chan::bounded::<usize>(n);
-        let mut hs = Vec::new();
-        for id in 0..n {
-            let (mc, running_tx, awake_tx) = (mc.clone(), running_tx.clone(), awake_tx.clone());
-            hs.push(go!(move || {
-                let (m, c) = &*mc;
-                let mut exit = m.lock();
-                while !*exit {
-                    running_tx.send(id).unwrap();
-                    exit = c.wait(exit);
-                    awake_tx.send(id).unwrap();
-                }
-                drop(exit);
-            }));
-        }
-        let (m, c) = &*mc;
-        for round in 0..n {
-            for _ in 0..n {
-                running_rx.recv().unwrap(); // hangs unless n are running
-            }
-            if round == n - 1 {
-                *m.lock() = true;
-            }
-            assert_empty(&awake_rx, "goroutine not asleep");
-            let g = m.lock();
-            c.notify_all();
-            drop(g);
-            let mut seen = vec![false; n];
-            for _ in 0..n {
-                let id = awake_rx.recv().unwrap();
-                assert!(!seen[id], "goroutine woke up twice");
-                seen[id] = true;
-            }
-        }
-        hs.into_iter().for_each(|h| h.join().unwrap());
-        assert_empty(&running_rx, "goroutine did not exit");
-        c.notify_all();
-    });
+    go_test(|| cond_broadcast(Crew::Goroutines, 200, 200));
 }
 
 /// TestRace: three goroutines pass a value through states 1 -> 2 -> 3 under one
@@ -875,10 +832,7 @@ fn go_test_cond_broadcast() {
 /// signaller set.
 #[test]
 fn go_test_cond_race() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_race", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         for _ in 0..100 {
             let mc = Arc::new((Mutex::new(0), Condvar::new()));
             let a = {
@@ -942,10 +896,7 @@ fn go_test_cond_race() {
 /// may not be woken, but the first must be (within 2 s). 1000 rounds.
 #[test]
 fn go_test_cond_signal_stealing() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal_stealing", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         for _ in 0..1000 {
             let mc = Arc::new((Mutex::new(false), Condvar::new()));
             let (ch_tx, ch_rx) = chan::bounded::<()>(0);
@@ -996,10 +947,7 @@ fn go_test_cond_signal_stealing() {
 /// waiting, and a notified waiter must report `false` (not timed out).
 #[test]
 fn go_test_cond_signal_with_timeouts() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal_timeouts", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         for _ in 0..200 {
             let mc = Arc::new((Mutex::new(0u32), Condvar::new()));
             let (running_tx, running_rx) = chan::bounded::<()>(2);
@@ -1051,10 +999,7 @@ fn go_test_cond_signal_with_timeouts() {
 /// no time may more holders be inside than there are permits.
 #[test]
 fn go_test_weighted_hammer() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_weighted", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         let n = goro::runtime::gomaxprocs() * 2;
         let permits = n / 2;
         let loops = 200;
@@ -1090,10 +1035,7 @@ fn go_test_weighted_hammer() {
 /// after giving both back: try succeeds, acquire succeeds, try fails.
 #[test]
 fn go_test_weighted_try_acquire() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_weighted_try_acquire", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         let sem = Semaphore::new(2);
         let mut tries = Vec::new();
         let p1 = sem.acquire();
@@ -1119,10 +1061,7 @@ fn go_test_weighted_try_acquire() {
 /// then stops them.
 #[test]
 fn go_test_large_acquire_doesnt_starve() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_large_acquire_doesnt_starve", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         let n = goro::runtime::gomaxprocs();
         let sem: &'static Semaphore = Box::leak(Box::new(Semaphore::new(n)));
         let running: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(true)));
@@ -1149,15 +1088,21 @@ fn go_test_large_acquire_doesnt_starve() {
     });
 }
 
+/// Panics while holding `guard` and catches the panic: the unwind drops the guard.
+fn panic_while_holding<G>(guard: G) {
+    let r = catch_unwind(AssertUnwindSafe(move || {
+        let _held = guard;
+        panic!("boom");
+    }));
+    assert!(r.is_err());
+}
+
 /// In the spirit of TestMutex (goro's rule, since Go has no poisoning): a panic
 /// while holding a Mutex or RwLock guard releases the lock, so the hammering
 /// goroutines that follow are not stuck and the count stays exact.
 #[test]
 fn go_test_panic_while_locked_releases() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_panic_while_locked", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         let m = Arc::new(Mutex::new(0u64));
         let l = Arc::new(RwLock::new(0u64));
         let hs: Vec<_> = (0..8)
@@ -1168,22 +1113,14 @@ fn go_test_panic_while_locked_releases() {
                         let mut g = m.lock();
                         *g += 1;
                         if (i + j) % 50 == 0 {
-                            let r = catch_unwind(AssertUnwindSafe(move || {
-                                let _held = g;
-                                panic!("boom");
-                            }));
-                            assert!(r.is_err());
+                            panic_while_holding(g);
                         } else {
                             drop(g);
                         }
                         let mut w = l.write();
                         *w += 1;
                         if (i + j) % 70 == 0 {
-                            let r = catch_unwind(AssertUnwindSafe(move || {
-                                let _held = w;
-                                panic!("boom");
-                            }));
-                            assert!(r.is_err());
+                            panic_while_holding(w);
                         } else {
                             drop(w);
                         }
@@ -1202,42 +1139,13 @@ fn go_test_panic_while_locked_releases() {
 // The same Go tests with plain OS threads mixed in
 // ---------------------------------------------------------------------------
 
-/// TestRWMutex again, with every other participant a plain OS thread instead of
-/// a goroutine: a thread blocks itself rather than parking, and runs in
-/// parallel with the 4 Ps, which stands in for Go's higher GOMAXPROCS runs.
+/// TestRWMutex again, with every other participant a plain OS thread, which
+/// stands in for Go's higher GOMAXPROCS runs; started from the test thread.
 #[test]
 fn go_test_rwmutex_goroutines_and_threads() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_rwmutex_threads", Duration::from_secs(60));
+    let _running = running();
     for readers in [1, 3, 10, 5] {
-        let rwm = Arc::new(RwLock::new(()));
-        let activity = Arc::new(AtomicI32::new(0));
-        let iterations = 500;
-        let mut gs = Vec::new();
-        let mut ts = Vec::new();
-        let roles = std::iter::once(true)
-            .chain((0..readers / 2).map(|_| false))
-            .chain(std::iter::once(true))
-            .chain((readers / 2..readers).map(|_| false));
-        for (k, writer) in roles.enumerate() {
-            let (rwm, activity) = (rwm.clone(), activity.clone());
-            let f = move || {
-                if writer {
-                    rw_writer(&rwm, iterations, &activity, false);
-                } else {
-                    rw_reader(&rwm, iterations, &activity, false);
-                }
-            };
-            if k % 2 == 0 {
-                gs.push(go!(f));
-            } else {
-                ts.push(std::thread::spawn(f));
-            }
-        }
-        gs.into_iter().for_each(|h| h.join().unwrap());
-        ts.into_iter().for_each(|h| h.join().unwrap());
-        assert_eq!(activity.load(Ordering::SeqCst), 0);
+        hammer_rwmutex(Crew::GoroutinesAndThreads, readers, 500, false);
     }
 }
 
@@ -1245,56 +1153,7 @@ fn go_test_rwmutex_goroutines_and_threads() {
 /// waiters and rounds: each thread is a real thread).
 #[test]
 fn go_test_cond_broadcast_goroutines_and_threads() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_broadcast_threads", Duration::from_secs(60));
-    in_g(|| {
-        let mc = Arc::new((Mutex::new(false), Condvar::new()));
-        let n = 16;
-        let (running_tx, running_rx) = chan::bounded::<usize>(n);
-        let (awake_tx, awake_rx) = chan::bounded::<usize>(n);
-        let mut gs = Vec::new();
-        let mut ts = Vec::new();
-        for id in 0..n {
-            let (mc, running_tx, awake_tx) = (mc.clone(), running_tx.clone(), awake_tx.clone());
-            let f = move || {
-                let (m, c) = &*mc;
-                let mut exit = m.lock();
-                while !*exit {
-                    running_tx.send(id).unwrap();
-                    exit = c.wait(exit);
-                    awake_tx.send(id).unwrap();
-                }
-            };
-            if id % 2 == 0 {
-                gs.push(go!(f));
-            } else {
-                ts.push(std::thread::spawn(f));
-            }
-        }
-        let (m, c) = &*mc;
-        let rounds = 100;
-        for round in 0..rounds {
-            for _ in 0..n {
-                running_rx.recv().unwrap();
-            }
-            if round == rounds - 1 {
-                *m.lock() = true;
-            }
-            assert_empty(&awake_rx, "waiter not asleep");
-            let g = m.lock();
-            c.notify_all();
-            drop(g);
-            let mut seen = vec![false; n];
-            for _ in 0..n {
-                let id = awake_rx.recv().unwrap();
-                assert!(!seen[id], "waiter woke up twice");
-                seen[id] = true;
-            }
-        }
-        gs.into_iter().for_each(|h| h.join().unwrap());
-        ts.into_iter().for_each(|h| h.join().unwrap());
-    });
+    go_test(|| cond_broadcast(Crew::GoroutinesAndThreads, 16, 100));
 }
 
 /// TestCondSignal with timeouts churning (goro's `wait_timeout`): short waiters
@@ -1303,10 +1162,7 @@ fn go_test_cond_broadcast_goroutines_and_threads() {
 /// and a long waiter, once it is the only one left, must get the last notify.
 #[test]
 fn go_test_cond_signal_races_timeouts() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("go_test_cond_signal_races_timeouts", Duration::from_secs(60));
-    in_g(|| {
+    go_test(|| {
         for _ in 0..20 {
             let mc = Arc::new((Mutex::new(false), Condvar::new()));
             let notified = Arc::new(AtomicUsize::new(0));

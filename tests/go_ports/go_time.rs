@@ -4,7 +4,7 @@
 //!
 //! Go's `NewTimer` maps to [`Timer::new`], `AfterFunc` to [`after_func`], `NewTicker`
 //! to [`Ticker::new`], `t.C` to `receiver()`, a nil channel to `goro::chan::never()`,
-//! and Go's test goroutine to a G spawned per test ([`in_g`]). Go's "newTimerFunc"
+//! and Go's test goroutine to a G spawned per test ([`go_test`]). Go's "newTimerFunc"
 //! (an AfterFunc that sends the time on its own channel) is [`FuncTimer`].
 //!
 //! Timing checks are lower bounds (a timer never fires early) plus upper bounds of
@@ -19,34 +19,50 @@
 //! `Timer` values (`TestZeroTimer{Reset,Stop}Panics`: a `Timer` cannot be built
 //! uninitialised), and a Ticker built around a caller's channel.
 
-use crate::{common, exclusive, shared, PROCS};
+use crate::{common, go_test, go_test_at_one_proc, in_g, running, PROCS};
 
 use goro::chan::{self, Receiver, TryRecvError};
-use goro::runtime::set_gomaxprocs;
 use goro::sync::WaitGroup;
 use goro::time::{after, after_func, sleep, tick, Ticker, Timer};
 use goro::{go, select};
 use std::collections::VecDeque;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Watchdog limit per test.
-const LIMIT: Duration = Duration::from_secs(60);
 const MS: Duration = Duration::from_millis(1);
 const NS: Duration = Duration::from_nanos(1);
 const HOUR: Duration = Duration::from_secs(3600);
 /// Go's `Duration(1<<63 - 1)`: about 292 years, so a real (far) deadline here.
 const GO_BIG: Duration = Duration::from_nanos(i64::MAX as u64);
 
-/// Runs `f` in a G (Go runs each test function in a goroutine) and waits for it;
-/// a panic in it fails the test.
-fn in_g<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    match go!(f).join() {
-        Ok(v) => v,
-        Err(p) => resume_unwind(p),
-    }
+/// Runs `n` copies of `f` in goroutines at once and waits for them all.
+fn in_gs(n: usize, f: impl Fn() + Send + Sync + 'static) {
+    let f = Arc::new(f);
+    let hs: Vec<_> = (0..n)
+        .map(|_| {
+            let f = f.clone();
+            go!(move || f())
+        })
+        .collect();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+}
+
+/// Runs `f` beside the churn of Go's stress tests: a G that sleeps 1 ns over and
+/// over (Go also runs the GC there; here it yields).
+fn beside_churn(f: impl FnOnce()) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let churn = go!(move || {
+        while !s.load(SeqCst) {
+            goro::yield_now();
+            sleep(NS);
+        }
+    });
+    f();
+    stop.store(true, SeqCst);
+    churn.join().unwrap();
 }
 
 /// The timer operations the Go tests use, for Timer, an after_func timer with its
@@ -150,9 +166,7 @@ impl Rng {
 /// here another G spawns and yields at that point). Also from a plain thread.
 #[test]
 fn sleep_is_never_short() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("sleep_is_never_short", LIMIT);
+    let _running = running();
     const DELAY: Duration = Duration::from_millis(100);
     in_g(|| {
         let stir = go!(|| {
@@ -191,10 +205,7 @@ fn after_func_step(left: Arc<AtomicI32>, done: chan::Sender<bool>) {
 /// so the chain only completes if every after_func runs in its own G.
 #[test]
 fn after_func_chain() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("after_func_chain", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let left = Arc::new(AtomicI32::new(10));
         let (tx, rx) = chan::bounded(0);
         let start = Instant::now();
@@ -213,25 +224,14 @@ fn after_func_chain() {
 /// it yields).
 #[test]
 fn ticker_stress() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("ticker_stress", LIMIT);
-    in_g(|| {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let churn = go!(move || {
-            while !s.load(SeqCst) {
-                goro::yield_now();
-                sleep(NS);
+    go_test(|| {
+        beside_churn(|| {
+            let ticker = Ticker::new(NS);
+            for _ in 0..100 {
+                ticker.receiver().recv().unwrap();
             }
-        });
-        let ticker = Ticker::new(NS);
-        for _ in 0..100 {
-            ticker.receiver().recv().unwrap();
-        }
-        ticker.stop();
-        stop.store(true, SeqCst);
-        churn.join().unwrap();
+            ticker.stop();
+        })
     });
 }
 
@@ -239,35 +239,17 @@ fn ticker_stress() {
 /// 1 ns ticker, beside the sleeping churn G.
 #[test]
 fn ticker_concurrent_stress() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("ticker_concurrent_stress", LIMIT);
-    in_g(|| {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let churn = go!(move || {
-            while !s.load(SeqCst) {
-                goro::yield_now();
-                sleep(NS);
-            }
-        });
-        let ticker = Arc::new(Ticker::new(NS));
-        let hs: Vec<_> = (0..10)
-            .map(|_| {
-                let t = ticker.clone();
-                go!(move || {
-                    for _ in 0..100 {
-                        t.receiver().recv().unwrap();
-                    }
-                })
-            })
-            .collect();
-        for h in hs {
-            h.join().unwrap();
-        }
-        ticker.stop();
-        stop.store(true, SeqCst);
-        churn.join().unwrap();
+    go_test(|| {
+        beside_churn(|| {
+            let ticker = Arc::new(Ticker::new(NS));
+            let t = ticker.clone();
+            in_gs(10, move || {
+                for _ in 0..100 {
+                    t.receiver().recv().unwrap();
+                }
+            });
+            ticker.stop();
+        })
     });
 }
 
@@ -276,41 +258,29 @@ fn ticker_concurrent_stress() {
 /// to stop must still get to run. (Holds the other tests off while Ps are 1.)
 #[test]
 fn after_func_starvation() {
-    let _x = exclusive();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("after_func_starvation", LIMIT);
-    assert_eq!(set_gomaxprocs(1), PROCS);
-    let result = catch_unwind(|| {
-        in_g(|| {
-            let stop = Arc::new(AtomicBool::new(false));
-            let (tx, rx) = chan::bounded::<bool>(1);
-            let s = stop.clone();
-            let sender = go!(move || {
-                while !s.load(SeqCst) {
-                    tx.send(true).unwrap();
-                }
-                tx.close();
-            });
-            let receiver = go!(move || for _ in &rx {});
-            let s = stop.clone();
-            let _t = after_func(Duration::from_micros(1), move || s.store(true, SeqCst));
-            sender.join().unwrap();
-            receiver.join().unwrap();
-        })
+    go_test_at_one_proc(|| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = chan::bounded::<bool>(1);
+        let s = stop.clone();
+        let sender = go!(move || {
+            while !s.load(SeqCst) {
+                tx.send(true).unwrap();
+            }
+            tx.close();
+        });
+        let receiver = go!(move || for _ in &rx {});
+        let s = stop.clone();
+        let _t = after_func(Duration::from_micros(1), move || s.store(true, SeqCst));
+        sender.join().unwrap();
+        receiver.join().unwrap();
     });
-    set_gomaxprocs(PROCS);
-    if let Err(p) = result {
-        resume_unwind(p);
-    }
 }
 
 /// Go's TestAfter: the value from after(d) comes no earlier than d, and the time
 /// it carries is no earlier than start + d. Also from a plain thread.
 #[test]
 fn after_is_never_early() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("after_is_never_early", LIMIT);
+    let _running = running();
     const DELAY: Duration = Duration::from_millis(100);
     let check = || {
         let start = Instant::now();
@@ -332,10 +302,7 @@ fn after_is_never_early() {
 /// short-mode delta, 10 ms, doubled; the upper bound is seconds, not Go's 3x).
 #[test]
 fn after_tick() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("after_tick", LIMIT);
-    in_g(|| {
+    go_test(|| {
         const COUNT: u32 = 10;
         const DELTA: Duration = Duration::from_millis(20);
         let t0 = Instant::now();
@@ -395,10 +362,7 @@ fn after_stop_with<T: TimerLike>(new_timer: fn(Duration) -> T) {
 /// Go's TestAfterStop, impl=chan and impl=func.
 #[test]
 fn after_stop() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("after_stop", LIMIT);
-    in_g(|| {
+    go_test(|| {
         after_stop_with(Timer::new);
         after_stop_with(new_timer_func);
     });
@@ -454,10 +418,7 @@ fn after_queuing_with(after_fn: fn(Duration) -> Receiver<Instant>) {
 /// Go's TestAfterQueuing, impl=chan and impl=func.
 #[test]
 fn after_queuing() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("after_queuing", LIMIT);
-    in_g(|| {
+    go_test(|| {
         after_queuing_with(after);
         after_queuing_with(|d| {
             // Keep the timer alive (its drop does not cancel it anyway).
@@ -472,10 +433,7 @@ fn after_queuing() {
 /// 3 s; here 1 s timers stopped at 0.3 s, checked at 1.5 s.)
 #[test]
 fn timer_stop_stress() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("timer_stop_stress", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let start = Instant::now();
         let fired = Arc::new(AtomicUsize::new(0));
         let hs: Vec<_> = (0..100)
@@ -503,10 +461,7 @@ fn timer_stop_stress() {
 /// that disturbs the scheduler (Go: runs the GC 100 times; here yields), at 4 Ps.
 #[test]
 fn sleep_zero_deadlock() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("sleep_zero_deadlock", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let (c_tx, c_rx) = chan::bounded(0);
         let h = go!(move || {
             for _ in 0..100 {
@@ -550,10 +505,7 @@ fn reset_once(d: Duration) -> Result<(), &'static str> {
 /// deadline and fire at the new one; the unit doubles from 1 ms on failure.
 #[test]
 fn reset() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("reset", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let mut d = MS;
         loop {
             match reset_once(d) {
@@ -575,10 +527,7 @@ static BIG_SLEEP_RETURNED: AtomicBool = AtomicBool::new(false);
 /// negative one) returns or fires at once.
 #[test]
 fn overflow_sleep() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("overflow_sleep", LIMIT);
-    in_g(|| {
+    go_test(|| {
         for big in [Duration::MAX, GO_BIG, Duration::from_nanos(u64::MAX)] {
             drop(go!(move || {
                 sleep(big);
@@ -611,10 +560,7 @@ fn overflow_sleep() {
 /// stop == true promises the function will not run.
 #[test]
 fn overflow_timer_is_pending() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("overflow_timer_is_pending", LIMIT);
-    in_g(|| {
+    go_test(|| {
         for big in [GO_BIG, Duration::MAX] {
             let t = Timer::new(big);
             assert!(
@@ -638,10 +584,7 @@ fn overflow_timer_is_pending() {
 /// function panics can be reset and runs again, and other timers still fire.
 #[test]
 fn panic_does_not_break_timers() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("panic_does_not_break_timers", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let ticker = Arc::new(Ticker::new(HOUR));
         let k = ticker.clone();
         let h = go!(move || {
@@ -685,10 +628,7 @@ fn panic_does_not_break_timers() {
 /// ticker is moved to it by reset after ticking on a short period.)
 #[test]
 fn overflow_period_ticker() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("overflow_period_ticker", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let bigs = [GO_BIG, Duration::from_nanos(u64::MAX), Duration::MAX];
         let tickers: Vec<_> = bigs.iter().map(|&d| Ticker::new(d)).collect();
         let moved = Ticker::new(MS);
@@ -726,10 +666,7 @@ fn zero_timer_with<T: TimerLike>(mut new_timer: impl FnMut(Duration) -> Arc<T>) 
 /// reset to zero over and over).
 #[test]
 fn zero_timer() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("zero_timer", LIMIT);
-    in_g(|| {
+    go_test(|| {
         zero_timer_with(|d| Arc::new(Timer::new(d)));
         zero_timer_with(|d| Arc::new(new_timer_func(d)));
         let cached = Arc::new(new_timer_func(HOUR));
@@ -745,10 +682,7 @@ fn zero_timer() {
 /// within a 10 s deadline. 1000 rounds, as Go.
 #[test]
 fn timer_modified_earlier() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("timer_modified_earlier", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let mut fail = 0;
         for i in 0..1000 {
             let timer = new_timer_func(HOUR);
@@ -781,10 +715,7 @@ fn timer_modified_earlier() {
 /// reset must match each state, and the final zero reset must fire promptly.
 #[test]
 fn adjust_timers() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("adjust_timers", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let mut rng = Rng::from_clock();
         let seed = rng.0;
         let mut timers: Vec<Option<FuncTimer>> = (0..100).map(|_| None).collect();
@@ -875,46 +806,29 @@ fn stop_reset_result(test_stop: bool) {
 /// Go's TestStopResult (asynctimerchan=0).
 #[test]
 fn stop_result() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("stop_result", LIMIT);
-    in_g(|| stop_reset_result(true));
+    go_test(|| stop_reset_result(true));
 }
 
 /// Go's TestResetResult (asynctimerchan=0).
 #[test]
 fn reset_result() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("reset_result", LIMIT);
-    in_g(|| stop_reset_result(false));
+    go_test(|| stop_reset_result(false));
 }
 
 /// Go's TestMultiWakeupTicker: GOMAXPROCS Gs all wait on one 1 µs ticker, each
 /// round with an after(1 ms) escape. (Go: 100,000 rounds; here 20,000.)
 #[test]
 fn multi_wakeup_ticker() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("multi_wakeup_ticker", LIMIT);
-    in_g(|| {
-        let ticker = Arc::new(Ticker::new(Duration::from_micros(1)));
-        let hs: Vec<_> = (0..PROCS)
-            .map(|_| {
-                let k = ticker.clone();
-                go!(move || {
-                    for _ in 0..20_000 {
-                        select! {
-                            recv(k.receiver()) -> _ => {},
-                            recv(after(MS)) -> _ => {},
-                        }
-                    }
-                })
-            })
-            .collect();
-        for h in hs {
-            h.join().unwrap();
-        }
+    go_test(|| {
+        let ticker = Ticker::new(Duration::from_micros(1));
+        in_gs(PROCS, move || {
+            for _ in 0..20_000 {
+                select! {
+                    recv(ticker.receiver()) -> _ => {},
+                    recv(after(MS)) -> _ => {},
+                }
+            }
+        });
     });
 }
 
@@ -922,28 +836,17 @@ fn multi_wakeup_ticker() {
 /// 10,000 rounds each, as Go.
 #[test]
 fn multi_wakeup_timer() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("multi_wakeup_timer", LIMIT);
-    in_g(|| {
-        let timer = Arc::new(Timer::new(NS));
-        let hs: Vec<_> = (0..PROCS)
-            .map(|_| {
-                let t = timer.clone();
-                go!(move || {
-                    for _ in 0..10_000 {
-                        select! {
-                            recv(t.receiver()) -> _ => {},
-                            default => {},
-                        }
-                        t.reset(NS);
-                    }
-                })
-            })
-            .collect();
-        for h in hs {
-            h.join().unwrap();
-        }
+    go_test(|| {
+        let timer = Timer::new(NS);
+        in_gs(PROCS, move || {
+            for _ in 0..10_000 {
+                select! {
+                    recv(timer.receiver()) -> _ => {},
+                    default => {},
+                }
+                timer.reset(NS);
+            }
+        });
     });
 }
 
@@ -957,10 +860,7 @@ fn multi_wakeup_timer() {
 /// here 50 ms then 200 ms, the last with an upper bound of seconds).
 #[test]
 fn ticker() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("ticker", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let tries = [(10u32, 20 * MS), (10, 50 * MS), (6, 200 * MS)];
         for (n, &(count, delta)) in tries.iter().enumerate() {
             let last = n == tries.len() - 1;
@@ -1005,10 +905,7 @@ fn ticker() {
 /// twice, one stopped then dropped) must not crash or hang.
 #[test]
 fn ticker_stop_never_ticked() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("ticker_stop_never_ticked", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let k = Ticker::new(Duration::MAX);
         k.stop();
         k.stop();
@@ -1024,10 +921,7 @@ fn ticker_stop_never_ticked() {
 /// deadlocking (Go's short-mode 20 ms).
 #[test]
 fn teardown() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("teardown", LIMIT);
-    in_g(|| {
+    go_test(|| {
         for _ in 0..3 {
             let k = Ticker::new(20 * MS);
             k.receiver().recv().unwrap();
@@ -1044,9 +938,7 @@ fn panics(f: impl FnOnce()) -> bool {
 /// period instead (API.md), so that is what is checked.
 #[test]
 fn tick_zero_panics() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("tick_zero_panics", LIMIT);
+    let _running = running();
     assert!(panics(|| drop(tick(Duration::ZERO))), "tick(0) did not panic");
     in_g(|| assert!(panics(|| drop(tick(Duration::ZERO))), "tick(0) did not panic in a G"));
 }
@@ -1054,10 +946,7 @@ fn tick_zero_panics() {
 /// Go's TestNewTickerLtZeroDuration: a ticker with a zero period panics.
 #[test]
 fn new_ticker_zero_panics() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("new_ticker_zero_panics", LIMIT);
-    in_g(|| {
+    go_test(|| {
         assert!(
             panics(|| drop(Ticker::new(Duration::ZERO))),
             "Ticker::new(0) did not panic"
@@ -1069,10 +958,7 @@ fn new_ticker_zero_panics() {
 /// (and, per API.md, leaves it ticking as before).
 #[test]
 fn ticker_reset_zero_panics() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("ticker_reset_zero_panics", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let k = Ticker::new(20 * MS);
         assert!(panics(|| k.reset(Duration::ZERO)), "Ticker::reset(0) did not panic");
         let v = k.receiver().recv_timeout(Duration::from_secs(10));
@@ -1086,10 +972,7 @@ fn ticker_reset_zero_panics() {
 /// 4,000, under a 40 s after_func deadline.)
 #[test]
 fn long_adjust_timers() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("long_adjust_timers", LIMIT);
-    in_g(|| {
+    go_test(|| {
         const COUNT: usize = 5000;
         const ROUNDS: usize = 4000;
         const TRY: usize = 20;
@@ -1156,22 +1039,24 @@ fn long_adjust_timers() {
     });
 }
 
+/// The timers `timer_gc` leaves unreferenced: each kind made and dropped.
+const TIMER_GC_KINDS: [(&str, fn()); 6] = [
+    ("after", || drop(after(HOUR))),
+    ("tick", || drop(tick(HOUR))),
+    ("timer", || drop(Timer::new(HOUR))),
+    ("ticker", || drop(Ticker::new(HOUR))),
+    ("timer-stop", || {
+        Timer::new(HOUR).stop();
+    }),
+    ("ticker-stop", || Ticker::new(HOUR).stop()),
+];
+
 /// Child of `timer_gc`: makes 10,000 unreferenced timers of each kind, printing
 /// markers around each batch for the parent to find the scheddetail lines by.
 fn timer_gc_child() {
     const N: usize = 10_000;
-    let kinds: [(&str, fn()); 6] = [
-        ("after", || drop(after(HOUR))),
-        ("tick", || drop(tick(HOUR))),
-        ("timer", || drop(Timer::new(HOUR))),
-        ("ticker", || drop(Ticker::new(HOUR))),
-        ("timer-stop", || {
-            Timer::new(HOUR).stop();
-        }),
-        ("ticker-stop", || Ticker::new(HOUR).stop()),
-    ];
     in_g(move || {
-        for (what, make) in kinds {
+        for (what, make) in TIMER_GC_KINDS {
             eprintln!("TIMERGC begin {what}");
             for _ in 0..N {
                 make();
@@ -1189,9 +1074,7 @@ fn timer_gc_child() {
 /// (`timerslen`), which must stay far below the 10,000 timers made.
 #[test]
 fn timer_gc() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("timer_gc", LIMIT);
+    let _running = running();
     if common::is_child() {
         timer_gc_child();
         return;
@@ -1203,7 +1086,7 @@ fn timer_gc() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed:\n{stderr}");
-    for what in ["after", "tick", "timer", "ticker", "timer-stop", "ticker-stop"] {
+    for (what, _) in TIMER_GC_KINDS {
         let begin = format!("TIMERGC begin {what}");
         let end = format!("TIMERGC end {what}");
         let lines: Vec<&str> = stderr
@@ -1413,10 +1296,7 @@ fn timer_chan<T: TimerLike>(tim: Arc<T>, is_ticker: bool) {
 /// through stop and reset, with receivers blocked on the channel.
 #[test]
 fn chan_sync_rules() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("chan_sync_rules", LIMIT);
-    in_g(|| {
+    go_test(|| {
         timer_chan(Arc::new(Timer::new(Duration::from_secs(10_000))), false);
         let ticker = TickerTimer {
             ticker: Ticker::new(Duration::from_secs(10_000)),
@@ -1431,10 +1311,7 @@ fn chan_sync_rules() {
 /// capacity() are 0, even when the timer has fired and nobody has received yet.
 #[test]
 fn chan_len_is_zero() {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog("chan_len_is_zero", LIMIT);
-    in_g(|| {
+    go_test(|| {
         let t = Timer::new(NS);
         sleep(SCHED);
         let k = Ticker::new(NS);
@@ -1466,10 +1343,7 @@ fn tick_times() {
 
 /// The body of `after_times` and `tick_times`, for the channel `make(10 ms)`.
 fn sends_the_firing_time(name: &'static str, make: fn(Duration) -> Receiver<Instant>) {
-    let _s = shared();
-    common::init_procs(PROCS);
-    let _w = common::watchdog(name, LIMIT);
-    in_g(move || {
+    go_test(move || {
         for _ in 0..10 {
             let start = Instant::now();
             let c = make(10 * MS);

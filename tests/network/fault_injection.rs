@@ -25,7 +25,7 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 #[test]
 fn a_sender_that_panics_wakes_its_parked_receiver_with_a_closed_channel() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("sender panic", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let (tx, rx) = goro::chan::bounded::<u32>(0);
     let (started_tx, started) = goro::chan::bounded::<()>(0);
     let receiver = goro::go!(move || {
@@ -44,7 +44,7 @@ fn a_sender_that_panics_wakes_its_parked_receiver_with_a_closed_channel() {
 #[test]
 fn a_panic_after_select_leaves_no_waiter_behind() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("select panic", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let (a_tx, a) = goro::chan::bounded::<u32>(0);
     let (b_tx, b) = goro::chan::bounded::<u32>(0);
     let b_keep = b.clone();
@@ -67,7 +67,7 @@ fn a_panic_after_select_leaves_no_waiter_behind() {
 #[test]
 fn a_mutex_holder_that_panics_hands_the_lock_to_its_parked_waiter() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("mutex panic", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let m = Arc::new(Mutex::new(0u32));
     let (locked_tx, locked) = goro::chan::bounded::<()>(0);
     let (waiting_tx, waiting) = goro::chan::bounded::<()>(0);
@@ -100,7 +100,7 @@ fn a_mutex_holder_that_panics_hands_the_lock_to_its_parked_waiter() {
 #[test]
 fn a_panic_inside_a_blocking_call_returns_the_p() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("blocking panic", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let failed = goro::go!(|| {
         goro::blocking(|| {
             std::thread::sleep(Duration::from_millis(30)); // long enough to hand off the P
@@ -123,7 +123,7 @@ fn a_panic_inside_a_blocking_call_returns_the_p() {
 #[test]
 fn dropped_handles_of_parked_goroutines_lose_nothing() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("dropped handles", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let (tx, rx) = goro::chan::bounded::<u64>(0);
     let (out_tx, out) = goro::chan::bounded::<u64>(1000);
     for _ in 0..1000 {
@@ -156,7 +156,7 @@ fn pair() -> (goro::net::TcpStream, goro::net::TcpStream) {
 #[test]
 fn a_peer_reset_wakes_the_parked_reader_with_an_error() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("reset", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let (server, client) = pair();
     let reader = goro::go!(move || {
         let mut s = server;

@@ -50,7 +50,7 @@ fn round_trips(s: &mut TcpStream, n: u32) {
 #[test]
 fn echo_between_goroutines_and_from_a_thread() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("echo", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let addr = echo_server();
     go!(move || round_trips(&mut TcpStream::connect(addr).unwrap(), 2000))
         .join()
@@ -75,7 +75,7 @@ fn echo_between_goroutines_and_from_a_thread() {
 #[test]
 fn a_thousand_concurrent_connections() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("1000 conns", Duration::from_secs(120));
+    let _w = common::watchdog(Duration::from_secs(120));
     let addr = echo_server();
     let done = Arc::new(AtomicUsize::new(0));
     let clients: Vec<_> = (0..1000)
@@ -100,7 +100,7 @@ fn a_thousand_concurrent_connections() {
 #[test]
 fn bytes_arriving_after_a_short_read_are_not_missed() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("short reads", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     const ROUNDS: usize = 3000;
@@ -137,7 +137,7 @@ fn bytes_arriving_after_a_short_read_are_not_missed() {
 #[test]
 fn end_of_stream_behind_the_data_of_a_short_read_is_seen() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("eof behind data", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     for _ in 0..300 {
@@ -173,7 +173,7 @@ fn handle_queued_events(l: &TcpListener) {
 #[test]
 fn data_behind_an_urgent_byte_is_not_missed() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("urgent byte", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (mut s, _) = l.accept().unwrap();
@@ -198,7 +198,7 @@ fn data_behind_an_urgent_byte_is_not_missed() {
 #[test]
 fn a_vectored_read_over_too_many_buffers_is_not_short() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("vectored read", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (mut s, _) = l.accept().unwrap();
@@ -218,7 +218,7 @@ fn a_vectored_read_over_too_many_buffers_is_not_short() {
 #[test]
 fn shutting_down_reads_after_a_short_read_gives_end_of_file() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("shutdown after short read", Duration::from_secs(30));
+    let _w = common::watchdog(Duration::from_secs(30));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (mut s, _) = l.accept().unwrap();
@@ -238,7 +238,7 @@ fn shutting_down_reads_after_a_short_read_gives_end_of_file() {
 #[test]
 fn a_bulk_write_through_short_writes_arrives_whole() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("bulk write", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let data: Vec<u8> = (0..16 << 20).map(|i: u32| (i % 251) as u8).collect();
@@ -284,7 +284,7 @@ fn read_timeout_fires_and_the_socket_stays_usable() {
 #[test]
 fn a_writer_blocked_by_a_silent_peer_blocks_only_itself() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("blocked writer", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     // The peer accepts and never reads.
@@ -317,7 +317,7 @@ fn a_writer_blocked_by_a_silent_peer_blocks_only_itself() {
 #[test]
 fn shutting_down_wakes_a_parked_reader_and_acceptor() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("shutdown wakes", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let addr = echo_server();
     let s = Arc::new(TcpStream::connect(addr).unwrap());
     let s2 = s.clone();
@@ -429,7 +429,7 @@ fn writing_to_a_closed_peer_is_an_error_not_a_panic() {
 #[test]
 fn connect_timeout_gives_up_on_a_peer_that_never_answers() {
     common::init_procs(PROCS);
-    let _w = common::watchdog("connect timeout", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     // A listener with a zero backlog that never accepts: once its queue is
     // full, the kernel drops further SYNs and those handshakes hang.
     // SAFETY: plain socket calls on a socket this test owns; results checked.

@@ -14,7 +14,7 @@ use std::time::Duration;
 fn a_locked_g_keeps_its_thread_and_the_thread_runs_no_other_g() {
     let _s = serial();
     common::init_procs(PROCS);
-    let _w = common::watchdog("lock_os_thread", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let seen_by_others: Arc<Mutex<HashSet<ThreadId>>> = Arc::default();
     let seen = seen_by_others.clone();
     let (locked_thread, others) = go!(move || {
@@ -72,7 +72,7 @@ fn a_locked_g_keeps_its_thread_and_the_thread_runs_no_other_g() {
 fn locks_nest_and_an_exiting_locked_g_takes_its_thread_along() {
     let _s = serial();
     common::init_procs(PROCS);
-    let _w = common::watchdog("lock nesting", Duration::from_secs(60));
+    let _w = common::watchdog(Duration::from_secs(60));
     let h = go!(|| {
         goro::runtime::lock_os_thread();
         goro::runtime::lock_os_thread();

@@ -1,7 +1,7 @@
 //! GOMAXPROCS=4: bursts of short sleeps, so stealing Ms run other Ps' timers while
 //! their owners add more. A G readied by a stolen timer must never be stranded in
-//! an idle P's queue (a lost wake-up found in review: the thief judged "did a timer
-//! fire" by the heap's length, which a concurrent add kept unchanged).
+//! an idle P's queue: a thief that judged "did a timer fire" by the heap's length,
+//! which a concurrent add can keep unchanged, would lose that wake-up.
 
 use crate::{common, serial, PROCS};
 
@@ -17,7 +17,7 @@ fn sleepers_readied_by_stolen_timers_always_run() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1500);
     for r in 0..rounds {
-        let _w = common::watchdog("sleep/steal round", Duration::from_secs(20));
+        let _w = common::watchdog(Duration::from_secs(20));
         go!(move || {
             let hs: Vec<_> = (0..16u64)
                 .map(|i| {

@@ -29,7 +29,7 @@ fn burst(round: usize) -> usize {
 fn spawn_join_bursts_from_threads_and_gs_never_hang() {
     let _s = serial();
     common::init_procs(PROCS);
-    let _w = common::watchdog("wakeup stress", Duration::from_secs(120));
+    let _w = common::watchdog(Duration::from_secs(120));
     let expect = |round: usize| {
         let n = round % 64 + 1;
         n * (n - 1) / 2
