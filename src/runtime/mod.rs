@@ -59,7 +59,8 @@
 // task/    what a goroutine is
 //   block.rs         the type-erased task block a spawn allocates
 //   creators.rs      the plain threads that spawned Gs, for "created by thread"
-//   g.rs             the G: identity, status, coroutine; every G ever made
+//   g/mod.rs         the G: identity, status, the coroutine it runs on; every G ever made
+//   g/inspect.rs     a dump's view of a G: its snapshot, a parked G's frames
 //   gfree.rs         free G headers: a P's cache and the global pool
 //   ids.rs           GoId and WaitReason, the G's public faces
 //   locals.rs        goroutine-local storage (the map behind `goro::local!`)
@@ -129,12 +130,12 @@
 //  1. src/spawn.rs: `go!`, Builder's checks, the runtime started.
 //  2. sched/newproc.rs: `newproc`, the task block (closure, join slot);
 //  3. proc/p.rs: a header from the P's free list (`gfget`);
-//  4. task/g.rs: `G::init`;
+//  4. task/g/mod.rs: `G::init`;
 //  5. queue/runq.rs: the P's `runnext`;
 //  6. sched/mpark.rs: `wakep`, an idle M's note;
 //  7. proc/m.rs: or a new M's thread, which runs the loop:
 //  8. sched/schedule.rs: `run`, `find_runnable`, `execute`: a stack from
-//  9. task/stack_pool.rs, then `G::resume` (task/g.rs) runs
+//  9. task/stack_pool.rs, then `G::resume` (task/g/mod.rs) runs
 //     `Task::run` (sched/newproc.rs): the body, its result into the join
 //     slot (`JoinSlot::complete`).
 //     Meanwhile the joiner, in `JoinHandle::join` (src/spawn.rs), waits:

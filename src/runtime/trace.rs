@@ -67,7 +67,10 @@ pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
     let tpu = trace_buf::ticks_per_us(2_000_000);
     let t0 = trace_buf::now();
     let mut json = Json::new(w, t0, tpu)?;
-    for snap in super::task::g::all_gs().iter().filter_map(|g| g.snapshot()) {
+    for snap in super::task::g::all_gs()
+        .iter()
+        .filter_map(|g| super::task::g::snapshot(g))
+    {
         if let Some(name) = snap.name {
             json.set_name(snap.id, name);
         }

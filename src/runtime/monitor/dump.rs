@@ -14,7 +14,7 @@ use crate::runtime::proc::m::current;
 use crate::runtime::sched::syscall::blocking;
 use crate::runtime::sys::frames::{self, Captured, Keep};
 use crate::runtime::task::creators;
-use crate::runtime::task::g::{Snapshot, Status, CREATOR_THREAD_BIT};
+use crate::runtime::task::g::{inspect, snapshot, Snapshot, Status, CREATOR_THREAD_BIT};
 use crate::runtime::task::ids::GoId;
 use crate::runtime::task::ids::WaitReason;
 use crate::runtime::wait::thread_waits;
@@ -221,8 +221,8 @@ fn collect_goroutines(caller: Option<GoId>) -> Vec<GoroutineInfo> {
     let mut out: Vec<GoroutineInfo> = crate::runtime::task::g::all_gs()
         .into_iter()
         .filter_map(|g| {
-            let snap = g.snapshot()?;
-            let captured = (snap.status == Status::Waiting).then(|| g.inspect(snap.id)).flatten();
+            let snap = snapshot(&g)?;
+            let captured = (snap.status == Status::Waiting).then(|| inspect(&g, snap.id)).flatten();
             let mut info = info(snap, captured, now_ms);
             if Some(info.id) == caller {
                 info.state = GoState::Running;

@@ -6,7 +6,7 @@
 //! snapshot, as Go's are.
 
 use crate::runtime::proc::state::Sched;
-use crate::runtime::task::g::Status;
+use crate::runtime::task::g::{snapshot, Status};
 use std::fmt::Write as _;
 
 /// One report: the summary line, and with scheddetail the P, M and G lines.
@@ -84,10 +84,7 @@ pub(crate) fn render(s: &Sched) -> String {
     }
     let mut gs: Vec<_> = crate::runtime::task::g::all_gs()
         .into_iter()
-        .filter_map(|g| {
-            g.snapshot()
-                .map(|snap| (snap, crate::runtime::proc::m::lockedm(&g).map_or(-1, |m| m.id())))
-        })
+        .filter_map(|g| snapshot(&g).map(|snap| (snap, crate::runtime::proc::m::lockedm(&g).map_or(-1, |m| m.id()))))
         .collect();
     gs.sort_by_key(|(snap, _)| snap.id);
     for (snap, lockedm) in gs {

@@ -35,7 +35,7 @@ use super::block::TaskRef;
 use super::locals::LocalMap;
 use super::stack::GStack;
 use crate::runtime::sys::coarse_clock::coarse_now_ms;
-use crate::runtime::sys::frames::{capture, Captured};
+use crate::runtime::sys::frames::Captured;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, UnsafeCell};
 use std::fmt;
@@ -45,6 +45,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, A
 use std::sync::Mutex;
 
 use super::ids::WaitReason;
+
+mod inspect;
+pub(crate) use inspect::{inspect, snapshot, Snapshot};
 
 /// A G's status, numbered as Go's `_Grunnable`... so `scheddetail` prints the same
 /// `status=N`.
@@ -122,7 +125,7 @@ pub(crate) struct Context {
     pub(crate) lock_count: u32,
     /// Its goroutine-local values (`task::locals`).
     locals: LocalMap,
-    /// A dump resumed it to record where it is parked (`G::inspect`).
+    /// A dump resumed it to record where it is parked (`inspect::inspect`).
     inspecting: bool,
     /// What that recorded.
     inspected: Option<Captured>,
@@ -179,7 +182,7 @@ pub(crate) struct G {
 /// traces and the deadlock check. A header is recorded once, when it is first
 /// allocated ([`G::alloc`]), never per spawn; headers are never freed, so the
 /// list only grows to the peak number of live Gs. Readers take a copy and then
-/// look at each header through its own protocol (`G::snapshot`, `G::inspect`).
+/// look at each header through its own protocol (`inspect::snapshot`, `inspect::inspect`).
 static ALL_GS: Mutex<Vec<GRef>> = Mutex::new(Vec::new());
 
 /// Every G header so far, in allocation order ([`ALL_GS`]).
@@ -191,10 +194,6 @@ pub(crate) fn all_gs() -> Vec<GRef> {
 /// this bit set ([`super::creators`]).
 pub(crate) const CREATOR_THREAD_BIT: u64 = 1 << 63;
 
-/// Stack a parked G must have left for a dump to record its frames there
-/// (the unwinder's capture needs a few KiB).
-const INSPECT_ROOM: usize = 8 << 10;
-
 /// What a spawn gives a fresh G besides its task.
 pub(crate) struct Spawn {
     pub(crate) name: Option<Box<str>>,
@@ -202,19 +201,6 @@ pub(crate) struct Spawn {
     /// See [`CREATOR_THREAD_BIT`].
     pub(crate) creator: u64,
     pub(crate) at: &'static Location<'static>,
-}
-
-/// A live G as a dump sees it ([`G::snapshot`]).
-pub(crate) struct Snapshot {
-    pub(crate) id: u64,
-    pub(crate) status: Status,
-    pub(crate) reason: WaitReason,
-    pub(crate) name: Option<String>,
-    pub(crate) creator: u64,
-    pub(crate) created_at: &'static Location<'static>,
-    pub(crate) wait_since_ms: u64,
-    pub(crate) locked: bool,
-    pub(crate) m: i64,
 }
 
 /// What happened when a G was resumed.
@@ -370,30 +356,6 @@ impl G {
         r
     }
 
-    /// What a dump shows of this G, if it is alive: read under `meta`.
-    pub(crate) fn snapshot(&self) -> Option<Snapshot> {
-        self.with_meta(|| {
-            let raw = self.status.load(Ordering::Acquire);
-            let status = Status::from_u8(raw);
-            if matches!(status, Status::Dead | Status::Idle) {
-                return None;
-            }
-            Some(Snapshot {
-                id: self.id(),
-                status,
-                reason: self.wait_reason(),
-                // SAFETY: under `meta`, after an Acquire read of a live status
-                // (module docs): the name is the live G's and not being freed.
-                name: unsafe { (*self.name.get()).as_deref().map(str::to_owned) },
-                creator: self.creator.load(Ordering::Relaxed),
-                created_at: self.created_at.get(),
-                wait_since_ms: self.wait_since.load(Ordering::Relaxed),
-                locked: !self.lockedm_raw().is_null(),
-                m: self.m_id(),
-            })
-        })
-    }
-
     pub(crate) fn status(&self) -> Status {
         Status::from_u8(self.status.load(Ordering::Relaxed))
     }
@@ -462,49 +424,6 @@ impl G {
     /// Records the park's start on the coarse clock (the G, as it parks).
     pub(crate) fn mark_wait_start(&self) {
         self.wait_since.store(coarse_now_ms(), Ordering::Relaxed);
-    }
-
-    /// Records where this parked G is parked: pins it (`SCAN`, so no `ready`
-    /// can run it meanwhile), resumes its coroutine on the calling thread for
-    /// the one capture [`G::suspend`] makes, and unpins it. `None` if the G is
-    /// not parked and off its stack, is no longer goroutine `id`, or has too
-    /// little stack left for the capture.
-    pub(crate) fn inspect(&self, id: u64) -> Option<Captured> {
-        let waiting = Status::Waiting as u8;
-        if self
-            .status
-            .compare_exchange(waiting, waiting | SCAN, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            return None;
-        }
-        // `off_cpu` first: its Acquire makes this park's `resume_sp` visible.
-        let parked = self.id() == id && self.off_cpu.load(Ordering::Acquire);
-        let room = || {
-            self.resume_sp
-                .load(Ordering::Relaxed)
-                .saturating_sub(self.guard.get().1)
-        };
-        let captured = if parked && room() >= INSPECT_ROOM {
-            // SAFETY: the G is parked, off its stack (its coroutine stored back)
-            // and pinned by SCAN: no M may resume it until we clear the bit, so
-            // this thread owns it.
-            let ctx = unsafe { self.ctx() };
-            ctx.coroutine.take().and_then(|mut co| {
-                ctx.inspecting = true;
-                let result = co.resume(());
-                // SAFETY: the G suspended again (below), so we own it again.
-                let ctx = unsafe { self.ctx() };
-                ctx.inspecting = false;
-                debug_assert!(matches!(result, CoroutineResult::Yield(())));
-                ctx.coroutine = Some(co);
-                ctx.inspected.take()
-            })
-        } else {
-            None
-        };
-        self.status.store(waiting, Ordering::Release);
-        captured
     }
 
     #[cold]
@@ -677,18 +596,9 @@ impl G {
                 return;
             }
             // A dump resumed us, on its own thread, to record where we are
-            // parked; then we park on (`G::inspect`).
-            self.record_inspection();
+            // parked; then we park on (`inspect::inspect`).
+            inspect::record(self);
         }
-    }
-
-    /// Records this G's frames for a dump that resumed it (`G::inspect`).
-    #[cold]
-    #[inline(never)]
-    fn record_inspection(&self) {
-        let frames = capture();
-        // SAFETY: the dump resumed us and waits: this G owns itself.
-        unsafe { self.ctx() }.inspected = Some(frames);
     }
 }
 
@@ -734,7 +644,7 @@ unsafe impl Send for GRef {}
 // the G and read by it or by a dump holding the G pinned (`SCAN`); `name`,
 // `creator` and `created_at` are written before the G is published and read
 // under `meta` (`G::snapshot`); the context is the owner's (module docs), and a
-// dump owns it only while the G is pinned and off its stack (`G::inspect`).
+// dump owns it only while the G is pinned and off its stack (`inspect::inspect`).
 unsafe impl Sync for GRef {}
 
 impl GRef {
