@@ -17,7 +17,7 @@ def blank(text):
     nl = lambda m: " " * 0 + "\n" * m.group(0).count("\n")
     text = re.sub(r"/\*.*?\*/", nl, text, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r'r(#*)".*?"\1', nl, text, flags=re.S)
+    text = re.sub(r'(?<!\w)r(#*)".*?"\1', nl, text, flags=re.S)
     text = re.sub(r'"(?:\\.|[^"\\])*"', nl, text, flags=re.S)
     return re.sub(r"'(?:\\.|[^'\\])'", "' '", text)
 

@@ -32,6 +32,8 @@ MUTANTS = [
     ("note wake skips futex", "src/runtime/sys/note.rs", "            futex::wake_one(&self.state);", "            // none", "loom_global"),
     ("block_on parks without checking notified", "src/block_on.rs", "        if std::mem::take(&mut st.notified) {", "        if false && std::mem::take(&mut st.notified) {", "loom_block_on"),
     ("block_on wake sets no flag for a polling caller", "src/block_on.rs", "            None => st.notified = true,", "            None => {}", "loom_block_on"),
+    ("recv_async cancel keeps an unused wake-up", "src/chan/channel.rs", "        } else if !st.buf.is_empty() || !st.sendq.is_empty() {\n            self.next_async_receiver(st)", "        } else if false {\n            self.next_async_receiver(st)", "loom_chan_recv_async"),
+    ("send_async re-poll stores its waker after the check", "src/chan/futures.rs", "        rec.forward.set(waker);\n        let claimed = {\n            let _l = self.chan.lock();\n            rec.claim.winner() != UNCLAIMED\n        };", "        let claimed = {\n            let _l = self.chan.lock();\n            rec.claim.winner() != UNCLAIMED\n        };\n        rec.forward.set(waker);", "loom_chan_send_async"),
 ]
 
 

@@ -162,7 +162,12 @@ impl Drop for FirstPoll {
 ///
 /// # Panics
 /// A panic in the future's `poll` unwinds out of `block_on`, as from any call.
+/// With the `tokio` feature, `block_on` on a plain thread inside a Tokio
+/// runtime's context (a worker running a task, inside `Runtime::block_on` or
+/// `Runtime::enter`) panics, as Tokio's own nested `block_on` does: it would
+/// block a thread that drives Tokio's tasks. `.await` the future there.
 pub fn block_on<F: Future>(fut: F) -> F::Output {
+    refuse_tokio_context("goro::block_on");
     let mut fut = pin!(fut);
     let first = FirstPoll {
         signal: AtomicPtr::new(std::ptr::null_mut()),
@@ -193,6 +198,22 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
         st.waiter = Some(parker.waiter());
         parker.park(WaitReason::Future, st);
     }
+}
+
+/// Panics if a plain thread inside a Tokio runtime's context is about to wait
+/// (`what` names the call). A goroutine never has Tokio's context (the
+/// thread-local rule), so only plain threads are checked.
+#[inline]
+pub(crate) fn refuse_tokio_context(what: &str) {
+    #[cfg(feature = "tokio")]
+    if crate::runtime::exports::current().is_none() && ::tokio::runtime::Handle::try_current().is_ok() {
+        panic!(
+            "{what} called on a thread inside a Tokio runtime (a worker, or `Runtime::block_on`): \
+             waiting here would block the thread that drives Tokio's tasks; `.await` the future instead"
+        );
+    }
+    #[cfg(not(feature = "tokio"))]
+    let _ = what;
 }
 
 /// One poll, in a frame of its own (see "Futures and thread-locals").

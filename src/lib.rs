@@ -81,6 +81,8 @@ pub mod runtime;
 mod spawn;
 pub mod sync;
 pub mod time;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use block_on::block_on;
 pub use local::LocalKey;

@@ -22,10 +22,12 @@
 //! (see `waitq.rs`), so a woken waiter never waits for the lock its waker holds.
 
 use super::error::{RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
-use crate::runtime::wait::{block, RawGuard, RawMutex, Sudog, WaitQueue, WaitReason, Waiter};
+use super::wakers::AsyncReceivers;
+use crate::runtime::wait::{block, OnDrop, RawGuard, RawMutex, Sudog, WaitQueue, WaitReason, Waiter};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
 /// The state behind the lock.
@@ -34,6 +36,8 @@ pub(crate) struct State<T> {
     closed: bool,
     pub(crate) recvq: WaitQueue<T>,
     pub(crate) sendq: WaitQueue<T>,
+    /// Receive futures waiting for something to receive (`wakers.rs`).
+    async_recv: AsyncReceivers,
 }
 
 /// A channel shared by its `Sender`s and `Receiver`s.
@@ -48,8 +52,8 @@ pub(crate) struct Chan<T> {
     closed: AtomicBool,
     len: AtomicUsize,
     /// On a timer channel: receivers blocked on it (a `recv` or a `select!`
-    /// arm), each counted from before it parks until it returns, so never less
-    /// than the receivers queued. Untouched on other channels. Read without the
+    /// arm, each counted from before it parks until it returns, so never less
+    /// than the receivers queued; a receive future while it is registered). Untouched on other channels. Read without the
     /// lock by the deadlock check, through the timer (`time/timer.rs`): a timer
     /// firing into a channel nobody waits on wakes no one.
     waiting_receivers: AtomicUsize,
@@ -91,6 +95,7 @@ impl<T> Chan<T> {
                 closed: false,
                 recvq: WaitQueue::new(),
                 sendq: WaitQueue::new(),
+                async_recv: AsyncReceivers::new(),
             }),
             closed: AtomicBool::new(false),
             len: AtomicUsize::new(0),
@@ -181,9 +186,71 @@ impl<T> Chan<T> {
         if st.buf.len() < self.cap {
             st.buf.push_back(v);
             self.len.store(st.buf.len(), Ordering::Relaxed);
-            return Ok(None);
+            return Ok(self.next_async_receiver(st));
         }
         Err(TrySendError::Full(v))
+    }
+
+    /// Lock held: queues a blocked sender's `sg` and returns the receive
+    /// future to wake for it (a queued sender is something to receive).
+    pub(crate) fn queue_sender(&self, st: &mut State<T>, sg: &Sudog<T>) -> Wake {
+        st.sendq.push(sg);
+        self.next_async_receiver(st)
+    }
+
+    /// Lock held: the oldest waiting receive future, taken out to be woken
+    /// (something became available to receive).
+    fn next_async_receiver(&self, st: &mut State<T>) -> Wake {
+        let w = st.async_recv.pop()?;
+        self.receiver_waits(false);
+        Some(Waiter::Task(w))
+    }
+
+    /// A receive future's poll: takes what there is to receive now, or
+    /// registers `waker` (under `id`, the future's registration, kept across
+    /// polls; see `wakers.rs`) and returns `Pending`.
+    pub(crate) fn poll_recv(&self, id: &mut Option<u64>, waker: &Waker) -> Poll<Result<T, RecvError>> {
+        let mut l = self.lock();
+        let st = l.st();
+        let (got, wake) = match self.try_recv_locked(st) {
+            Ok((v, wake)) => (Ok(v), wake),
+            Err(TryRecvError::Closed) => (Err(RecvError), None),
+            Err(TryRecvError::Empty) => {
+                let (new_id, added) = st.async_recv.register(*id, waker);
+                if added {
+                    self.receiver_waits(true);
+                }
+                *id = Some(new_id);
+                return Poll::Pending;
+            }
+        };
+        // Done: a registration still waiting leaves (no wake-up was spent on it).
+        if let Some(id) = id.take() {
+            if st.async_recv.remove(id) {
+                self.receiver_waits(false);
+            }
+        }
+        drop(l);
+        wake_one(wake);
+        Poll::Ready(got)
+    }
+
+    /// A receive future registered as `id` is dropped before it completed. If
+    /// it had been woken, the wake-up was meant for something to receive that
+    /// it will not take: the next waiting future gets it.
+    pub(crate) fn cancel_recv(&self, id: u64) {
+        let mut l = self.lock();
+        let st = l.st();
+        let wake = if st.async_recv.remove(id) {
+            self.receiver_waits(false);
+            None
+        } else if !st.buf.is_empty() || !st.sendq.is_empty() {
+            self.next_async_receiver(st)
+        } else {
+            None
+        };
+        drop(l);
+        wake_one(wake);
     }
 
     /// Lock held: receives now from the buffer or a waiting sender.
@@ -255,8 +322,13 @@ impl<T> Chan<T> {
             return Err(SendTimeoutError::Timeout(v));
         }
         let sg = Sudog::new(Some(v));
-        l.st().sendq.push(&sg);
-        if !block(&sg, l, WaitReason::ChanSend, timeout, |sg| {
+        let wake = self.queue_sender(l.st(), &sg);
+        // The receive future is woken once the lock is released (after the park).
+        let unlock = OnDrop::new(move || {
+            drop(l);
+            wake_one(wake);
+        });
+        if !block(&sg, unlock, WaitReason::ChanSend, timeout, |sg| {
             self.lock().st().sendq.remove(sg)
         }) {
             return Err(SendTimeoutError::Timeout(sg.take().expect("unsent value")));
@@ -321,6 +393,10 @@ impl<T> Chan<T> {
         }
         while let Some(s) = st.sendq.pop_claimed() {
             wake.push(s.finish(false));
+        }
+        for w in st.async_recv.take_all() {
+            self.receiver_waits(false);
+            wake.push(Waiter::Task(w));
         }
         drop(l);
         for w in wake {

@@ -149,3 +149,79 @@ fn loom_select_send_vs_close_runs_exactly_one_case() {
         assert_eq!(got.is_ok(), sent, "the receiver got the value iff the send case ran");
     });
 }
+
+/// A waker that counts its wakes, for futures polled by hand in a model (read
+/// after the waking thread is joined).
+struct Count(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Count {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn counting() -> (std::sync::Arc<Count>, std::task::Waker) {
+    let c = std::sync::Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
+    (c.clone(), std::task::Waker::from(c))
+}
+
+fn woken(c: &Count) -> bool {
+    c.0.load(std::sync::atomic::Ordering::SeqCst) > 0
+}
+
+fn poll_by_hand<F: std::future::Future + Unpin>(f: &mut F, w: &std::task::Waker) -> std::task::Poll<F::Output> {
+    std::pin::Pin::new(f).poll(&mut std::task::Context::from_waker(w))
+}
+
+/// Two receive futures wait; a value arrives while the first is dropped. The
+/// wake-up the value brings reaches the second whatever the order: the first
+/// was either still registered (the drop removes it, the send wakes the
+/// second) or already woken (its drop passes the wake-up on). The value stays
+/// in the channel for the second.
+#[test]
+fn loom_chan_recv_async_cancel_passes_the_wake_on() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u32>(1);
+        let (_c1, w1) = counting();
+        let (c2, w2) = counting();
+        let mut first = rx.recv_async();
+        let mut second = rx.recv_async();
+        assert!(poll_by_hand(&mut first, &w1).is_pending());
+        assert!(poll_by_hand(&mut second, &w2).is_pending());
+        let sender = thread::spawn(move || tx.try_send(7).unwrap());
+        drop(first);
+        sender.join().unwrap();
+        assert!(woken(&c2), "the value's wake-up was lost with the dropped future");
+        assert_eq!(poll_by_hand(&mut second, &w2), std::task::Poll::Ready(Ok(7)));
+    });
+}
+
+/// An unbuffered send future is queued; a receiver takes from the channel
+/// while the future is re-polled with a new waker and then dropped. The value
+/// is received or dropped with the future, exactly once; if the re-poll saw
+/// no receiver, the receive woke the new waker.
+#[test]
+fn loom_chan_send_async_cancel_exactly_once() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<std::sync::Arc<()>>(0);
+        let value = std::sync::Arc::new(());
+        let (_c1, w1) = counting();
+        let (c2, w2) = counting();
+        let mut send = tx.send_async(value.clone());
+        assert!(poll_by_hand(&mut send, &w1).is_pending());
+        let receiver = thread::spawn(move || rx.try_recv().ok());
+        let second = poll_by_hand(&mut send, &w2);
+        drop(send);
+        let got = receiver.join().unwrap();
+        match &second {
+            std::task::Poll::Ready(r) => assert!(r.is_ok() && got.is_some()),
+            std::task::Poll::Pending => assert!(got.is_none() || woken(&c2), "the send's wake-up was lost"),
+        }
+        drop(got);
+        assert_eq!(
+            std::sync::Arc::strong_count(&value),
+            1,
+            "the value was kept or dropped twice"
+        );
+    });
+}

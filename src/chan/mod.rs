@@ -50,12 +50,15 @@
 
 mod channel;
 mod error;
+mod futures;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod select;
+mod wakers;
 
 use channel::Chan;
 pub use error::{RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
+pub use futures::{RecvFut, RecvStream, SendFut, SendSink};
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

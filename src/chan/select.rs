@@ -18,7 +18,7 @@
 use super::channel::{wake_one, Chan, Wake};
 use super::error::{RecvError, SendError};
 use super::{Receiver, Sender};
-use crate::runtime::wait::{Claim, Parker, RawMutex, Sudog, WaitReason};
+use crate::runtime::wait::{Claim, OnDrop, Parker, RawMutex, Sudog, WaitReason, Waiter};
 use std::cell::Cell;
 
 /// Per-select scratch the cases share with the select loop. Opaque outside.
@@ -27,6 +27,9 @@ pub struct Ctx {
     wake: Wake,
     /// The wait the cases register under (set before `register`).
     claim: *const Claim,
+    /// Receive futures to wake once the locks are released: a registered
+    /// send case is something for them to receive.
+    woken: Vec<Waiter>,
 }
 
 /// A channel's lock, as a select sees it. Opaque outside.
@@ -63,7 +66,7 @@ pub unsafe trait Case {
     ///
     /// # Safety
     /// The lock is held; the claim outlives the sudog's stay in the queue.
-    unsafe fn register(&self, cx: &Ctx, index: u32);
+    unsafe fn register(&self, cx: &mut Ctx, index: u32);
     /// Lock held: takes this case's sudog out of the queue, if still there.
     ///
     /// # Safety
@@ -132,7 +135,7 @@ unsafe impl<T> Case for RecvCase<'_, T> {
         }
     }
 
-    unsafe fn register(&self, cx: &Ctx, index: u32) {
+    unsafe fn register(&self, cx: &mut Ctx, index: u32) {
         // SAFETY: set by `select` to a claim that outlives this registration.
         self.sudog.bind(unsafe { &*cx.claim }, index);
         // SAFETY: the lock is held (caller's contract).
@@ -213,11 +216,12 @@ unsafe impl<T> Case for SendCase<'_, T> {
         }
     }
 
-    unsafe fn register(&self, cx: &Ctx, index: u32) {
+    unsafe fn register(&self, cx: &mut Ctx, index: u32) {
         // SAFETY: set by `select` to a claim that outlives this registration.
         self.sudog.bind(unsafe { &*cx.claim }, index);
         // SAFETY: the lock is held (caller's contract).
-        unsafe { self.chan.state_locked() }.sendq.push(&self.sudog);
+        let st = unsafe { self.chan.state_locked() };
+        cx.woken.extend(self.chan.queue_sender(st, &self.sudog));
     }
 
     unsafe fn unregister(&self) {
@@ -306,6 +310,7 @@ pub unsafe fn select(cases: &[&dyn Case], has_default: bool) {
     let mut cx = Ctx {
         wake: None,
         claim: std::ptr::null(),
+        woken: Vec::new(),
     };
     for &i in &poll {
         // SAFETY: every case's channel is locked.
@@ -328,9 +333,14 @@ pub unsafe fn select(cases: &[&dyn Case], has_default: bool) {
     // queues in its lock order, which starts from the poll order for this).
     for &i in &poll {
         // SAFETY: locked; `claim` lives in this frame until every sudog is out.
-        unsafe { cases[i].register(&cx, i as u32) };
+        unsafe { cases[i].register(&mut cx, i as u32) };
     }
-    parker.park(WaitReason::Select, locks);
+    let woken = std::mem::take(&mut cx.woken);
+    let unlock = OnDrop::new(move || {
+        drop(locks);
+        woken.into_iter().for_each(Waiter::wake);
+    });
+    parker.park(WaitReason::Select, unlock);
     let won = claim.winner() as usize;
     let locks = LockSet::lock(cases);
     for (i, c) in cases.iter().enumerate() {

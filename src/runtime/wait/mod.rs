@@ -9,7 +9,7 @@ pub(in crate::runtime) mod waitq;
 
 pub(crate) use crate::runtime::proc::m::current_g;
 pub(crate) use crate::runtime::proc::timers::{Action, Fire};
-pub(crate) use crate::runtime::proc::waiter::{Claim, Waiter};
+pub(crate) use crate::runtime::proc::waiter::{Claim, Waiter, UNCLAIMED};
 pub(crate) use crate::runtime::sched::preempt::check as preempt_check;
 pub(crate) use crate::runtime::sched::timers::{add_timer, add_timer_parked};
 pub(crate) use crate::runtime::sys::lock::{RawGuard, RawMutex};

@@ -1,0 +1,61 @@
+//! The receive futures waiting on one channel (`recv_async`, `stream`): their
+//! wakers, oldest first.
+//!
+//! A receive future is never handed a value. It registers here when it finds
+//! nothing to receive, and is woken (its entry removed) when something becomes
+//! available to receive: a value buffered, a sender queued, the channel
+//! closed. Once polled it takes what is there itself, so a future dropped
+//! between its wake-up and its poll loses no value; it passes its wake-up on
+//! to the next entry instead (`Chan::cancel_recv`).
+//!
+//! Everything here is touched only under the channel's lock (it is part of the
+//! channel's `State`).
+
+use std::collections::BTreeMap;
+use std::task::Waker;
+
+/// Waiting receive futures by registration number: the smallest is the oldest.
+pub(crate) struct AsyncReceivers {
+    waiting: BTreeMap<u64, Waker>,
+    next_id: u64,
+}
+
+impl AsyncReceivers {
+    pub(crate) const fn new() -> Self {
+        AsyncReceivers {
+            waiting: BTreeMap::new(),
+            next_id: 0,
+        }
+    }
+
+    /// Registers the future whose registration is `id` with `waker`: refreshes
+    /// its waker if it is still waiting, else queues it anew (at the back).
+    /// Returns its registration and whether it was queued anew.
+    pub(crate) fn register(&mut self, id: Option<u64>, waker: &Waker) -> (u64, bool) {
+        if let Some(w) = id.and_then(|id| self.waiting.get_mut(&id)) {
+            if !w.will_wake(waker) {
+                w.clone_from(waker);
+            }
+            return (id.expect("found by id"), false);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.waiting.insert(id, waker.clone());
+        (id, true)
+    }
+
+    /// Takes the future `id` out; false if it was not waiting (already woken).
+    pub(crate) fn remove(&mut self, id: u64) -> bool {
+        self.waiting.remove(&id).is_some()
+    }
+
+    /// Takes the oldest waiting future out, to be woken.
+    pub(crate) fn pop(&mut self) -> Option<Waker> {
+        self.waiting.pop_first().map(|(_, w)| w)
+    }
+
+    /// Takes every waiting future out, to be woken (the channel closed).
+    pub(crate) fn take_all(&mut self) -> impl Iterator<Item = Waker> {
+        std::mem::take(&mut self.waiting).into_values()
+    }
+}
