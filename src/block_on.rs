@@ -362,4 +362,40 @@ mod loom_models {
     fn loom_block_on_concurrent_wakes() {
         run(2);
     }
+
+    /// Pending on its first poll, where it keeps one clone of its waker in
+    /// `kept`, drops another at once, and wakes itself by reference (a wake
+    /// during the poll); ready on the next.
+    struct KeepsItsWaker(Arc<Mutex<Option<Waker>>>, bool);
+
+    impl Future for KeepsItsWaker {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if self.1 {
+                return Poll::Ready(());
+            }
+            self.1 = true;
+            *self.0.lock().unwrap() = Some(cx.waker().clone());
+            drop(cx.waker().clone());
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+
+    /// A waker kept past `block_on` fires while the caller waits on a
+    /// channel: it touches only its own call's record, so the channel wait
+    /// ends with the value sent, never early and never asleep.
+    #[test]
+    fn loom_block_on_stale_waker_during_a_later_channel_wait() {
+        loom::model(|| {
+            let kept = Arc::new(Mutex::new(None));
+            block_on(KeepsItsWaker(kept.clone(), false));
+            let (tx, rx) = crate::chan::bounded::<u32>(0);
+            let stale = thread::spawn(move || kept.lock().unwrap().take().expect("kept").wake());
+            let sender = thread::spawn(move || tx.send(5).unwrap());
+            assert_eq!(rx.recv(), Ok(5));
+            stale.join().unwrap();
+            sender.join().unwrap();
+        });
+    }
 }

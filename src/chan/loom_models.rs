@@ -188,11 +188,15 @@ fn loom_chan_recv_async_cancel_passes_the_wake_on() {
         let mut second = rx.recv_async();
         assert!(poll_by_hand(&mut first, &w1).is_pending());
         assert!(poll_by_hand(&mut second, &w2).is_pending());
-        let sender = thread::spawn(move || tx.try_send(7).unwrap());
+        // A clone sends: `tx` stays, so no close (which wakes everyone) hides
+        // a lost wake-up.
+        let tx2 = tx.clone();
+        let sender = thread::spawn(move || tx2.try_send(7).unwrap());
         drop(first);
         sender.join().unwrap();
         assert!(woken(&c2), "the value's wake-up was lost with the dropped future");
         assert_eq!(poll_by_hand(&mut second, &w2), std::task::Poll::Ready(Ok(7)));
+        drop(tx);
     });
 }
 
@@ -209,7 +213,9 @@ fn loom_chan_send_async_cancel_exactly_once() {
         let (c2, w2) = counting();
         let mut send = tx.send_async(value.clone());
         assert!(poll_by_hand(&mut send, &w1).is_pending());
-        let receiver = thread::spawn(move || rx.try_recv().ok());
+        // A clone receives: `rx` stays, so no close claims the send instead.
+        let rx2 = rx.clone();
+        let receiver = thread::spawn(move || rx2.try_recv().ok());
         let second = poll_by_hand(&mut send, &w2);
         drop(send);
         let got = receiver.join().unwrap();
