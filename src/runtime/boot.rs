@@ -3,7 +3,7 @@
 //! [`start_default`] by name) or from [`Config::init`]; exactly one caller
 //! makes it, the others find it made.
 
-use super::monitor::{deadlock, panics, signal, sysmon};
+use super::monitor::{deadlock, panics, running, signal, sysmon};
 use super::netpoll;
 use super::proc::config::{AlreadyStarted, Config, Godebug};
 use super::proc::state::{init_once, sched, try_sched, Hooks, Sched};
@@ -21,6 +21,7 @@ pub(crate) fn start(config: Config) -> bool {
         panics::install_hook();
         ownership::init_barrier();
         let godebug = Godebug::from_env();
+        running::install(godebug.dumpsig);
         let poller = Poller::new().unwrap_or_else(|e| {
             let hint = fatal::open_files_hint(&e);
             fatal::die(&format!(

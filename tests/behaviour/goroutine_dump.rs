@@ -294,3 +294,120 @@ fn frame_paths_do_not_depend_on_the_working_directory() {
     );
     assert!(stdout.contains(&format!(" at {here}")), "{stdout}");
 }
+
+/// Spins until `stop` is set, never calling into goro.
+#[inline(never)]
+fn spins_until(stop: &std::sync::atomic::AtomicBool) {
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        std::hint::spin_loop();
+    }
+}
+
+/// Sleeps in the kernel inside `goro::blocking`.
+#[inline(never)]
+fn sleeps_in_blocking(stop: &std::sync::atomic::AtomicBool) {
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        goro::blocking(|| std::thread::sleep(Duration::from_millis(1)));
+    }
+}
+
+/// A goroutine in a tight loop, and one inside `goro::blocking`, dump with
+/// the frames of where they are, through their Ms' threads.
+#[test]
+fn running_goroutines_dump_with_their_frames() {
+    let _c = no_crowd();
+    let _w = common::watchdog(Duration::from_secs(120));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s = stop.clone();
+    let spinner = goro::go!(goro::Builder::new().name("spinner"), move || spins_until(&s)).unwrap();
+    let s = stop.clone();
+    let blocked = goro::go!(goro::Builder::new().name("in-blocking"), move || sleeps_in_blocking(&s)).unwrap();
+    until_state(spinner.id(), GoState::Running);
+    let found = |id: goro::GoId, func: &str| {
+        (0..200).any(|_| {
+            goroutines()
+                .into_iter()
+                .find(|g| g.id() == id)
+                .and_then(|g| g.stack().map(|s| s.contains(func)))
+                .unwrap_or(false)
+        })
+    };
+    assert!(found(spinner.id(), "spins_until"), "the spinner's frames");
+    assert!(found(blocked.id(), "sleeps_in_blocking"), "the blocking call's frames");
+    let mut text = Vec::new();
+    write_goroutines(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let at = text
+        .find("\"spinner\" [running]:\n")
+        .expect("the spinner is listed as running");
+    let entry = &text[at..text[at..].find("\n\n").map_or(text.len(), |e| at + e)];
+    assert!(
+        entry.contains("spins_until") && entry.contains("tests/behaviour/goroutine_dump.rs"),
+        "{entry}"
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinner.join().unwrap();
+    blocked.join().unwrap();
+}
+
+/// `GODEBUG=dumpsig=0`: no signal, running goroutines dump without frames
+/// (and the dump does not wait for them).
+#[test]
+fn dumpsig_0_dumps_running_goroutines_without_frames() {
+    if common::is_child() {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = stop.clone();
+        let spinner = goro::go!(move || spins_until(&s));
+        let g = until_state(spinner.id(), GoState::Running);
+        assert_eq!(g.stack(), None);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spinner.join().unwrap();
+        println!("CHILD-OK");
+        return;
+    }
+    let out = common::run_child_in(
+        module_path!(),
+        "dumpsig_0_dumps_running_goroutines_without_frames",
+        &[("GODEBUG", "dumpsig=0")],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-OK"));
+}
+
+/// 10,000 parked goroutines (most sharing their frames) dump in a bounded
+/// time: each distinct address is resolved once. The bound is for a debug
+/// build on a shared host, with a wide margin; release figures are in
+/// docs/GUARANTEES.md (`cargo bench --bench dump`).
+#[test]
+fn ten_thousand_goroutines_dump_in_bounded_time() {
+    let _c = crate::crowd();
+    let _w = common::watchdog(Duration::from_secs(120));
+    let (tx, rx) = goro::chan::bounded::<u8>(0);
+    let hs: Vec<_> = (0..10_000)
+        .map(|_| {
+            let rx = rx.clone();
+            goro::go!(move || parks_in_recv(rx))
+        })
+        .collect();
+    while goroutines()
+        .iter()
+        .filter(|g| g.state() == GoState::Waiting(WaitReason::ChanRecv))
+        .count()
+        < 10_000
+    {
+        std::thread::yield_now();
+    }
+    let mut text = Vec::new();
+    write_goroutines(&mut text).unwrap(); // loads the symbols
+    let t = std::time::Instant::now();
+    text.clear();
+    write_goroutines(&mut text).unwrap();
+    let took = t.elapsed();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.matches("parks_in_recv").count() >= 10_000);
+    assert!(took < Duration::from_secs(8), "10,000 goroutines dumped in {took:?}");
+    drop(tx);
+    for h in hs {
+        h.join().unwrap();
+    }
+}

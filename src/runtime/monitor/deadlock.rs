@@ -200,8 +200,9 @@ fn serve(s: &'static Sched, read_fd: i32) {
         };
         let events = &events[..usize::try_from(n).unwrap_or(0)];
         if events.contains(&EVENT_SIGQUIT) {
-            let text = format!("SIGQUIT: quit\n\n{}", super::dump::dump_text());
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+            let mut err = std::io::stderr();
+            let _ = std::io::Write::write_all(&mut err, b"SIGQUIT: quit\n\n");
+            let _ = super::dump::write_dump(&mut err);
             QUIT.store(QUIT_DUMPED, Ordering::Release);
             die("");
         }
@@ -221,10 +222,13 @@ fn serve(s: &'static Sched, read_fd: i32) {
                 std::thread::sleep(SECOND_LOOK);
                 if let Look::Dead(second) = look(s) {
                     if second == first {
-                        die(&format!(
-                            "fatal error: all goroutines are asleep - deadlock!\n\n{}",
-                            super::dump::dump_text()
-                        ));
+                        let mut err = std::io::stderr();
+                        let _ = std::io::Write::write_all(
+                            &mut err,
+                            b"fatal error: all goroutines are asleep - deadlock!\n\n",
+                        );
+                        let _ = super::dump::write_dump(&mut err);
+                        die("");
                     }
                 }
                 Some(RETRY_FIRST)

@@ -5,14 +5,18 @@
 //! read under its `meta` lock (`G::snapshot`). A G parked off its stack is pinned
 //! for a moment (`G::inspect`, Go's `_Gscan`) and resumed on the dump's own
 //! thread, where it records its frames and parks again; its wakers wait out the
-//! pin. Running and runnable Gs are listed without frames. Plain threads in goro
-//! waits answer a request for their own frames (`thread_waits`). Frames are
-//! resolved on the dump's thread, which has a large stack, so any goroutine may
-//! ask for a dump.
+//! pin. A running G, or one inside `goro::blocking`, is asked for its frames
+//! through its M's thread (`running.rs`, a signal); a runnable G is listed
+//! without frames. Plain threads in goro waits answer a request for their own
+//! frames (`thread_waits`). Frames are resolved on the dump's thread, which has
+//! a large stack, so any goroutine may ask for a dump; each distinct address is
+//! resolved once per dump (`frames::Symbolizer`), and a dump written to a
+//! stream is written one goroutine at a time, as it is made.
 
+use super::running;
 use crate::runtime::proc::m::current;
 use crate::runtime::sched::syscall::blocking;
-use crate::runtime::sys::frames::{self, Captured, Keep};
+use crate::runtime::sys::frames::{self, Captured, Keep, Symbolizer};
 use crate::runtime::task::creators;
 use crate::runtime::task::g::{inspect, snapshot, Snapshot, Status, CREATOR_THREAD_BIT};
 use crate::runtime::task::ids::GoId;
@@ -156,85 +160,139 @@ impl fmt::Display for GoroutineInfo {
 /// [`goroutines`](crate::runtime::goroutines) once the runtime has started.
 pub(crate) fn goroutines_of_started() -> Vec<GoroutineInfo> {
     let caller = current();
-    on_dump_thread(move || collect_goroutines(caller))
+    on_dump_thread(
+        move |emit: &mut dyn FnMut(GoroutineInfo)| each_goroutine(caller, emit),
+        |all: &mut Vec<GoroutineInfo>, g| all.push(g),
+        Vec::new(),
+    )
 }
 
 /// [`write_goroutines`](crate::runtime::write_goroutines) once the runtime has started.
 pub(crate) fn write_goroutines_of_started<W: io::Write + ?Sized>(w: &mut W) -> io::Result<()> {
-    w.write_all(dump_text().as_bytes())
+    write_dump(w)
 }
 
-/// The whole dump as text.
-pub(crate) fn dump_text() -> String {
+/// Writes the whole dump to `w`, each goroutine as soon as its frames are
+/// resolved (a dump of many goroutines streams).
+pub(crate) fn write_dump<W: io::Write + ?Sized>(w: &mut W) -> io::Result<()> {
     let caller = current();
-    on_dump_thread(move || {
-        let mut out = String::new();
-        for g in collect_goroutines(caller) {
-            out.push_str(&format!("{g}\n\n"));
-        }
-        for t in thread_waits::waiting() {
-            let name = t
-                .thread
-                .name()
-                .map_or_else(|| format!("{:?}", t.thread.id()), str::to_owned);
-            out.push_str(&format!("thread {name:?} [{}", t.reason));
-            let minutes = t.since.elapsed().as_secs() / 60;
-            if minutes >= 1 {
-                out.push_str(&format!(", {minutes} minutes"));
+    on_dump_thread(
+        move |emit: &mut dyn FnMut(String)| dump_chunks(caller, emit),
+        |res: &mut io::Result<()>, chunk: String| {
+            if res.is_ok() {
+                *res = w.write_all(chunk.as_bytes()).and_then(|()| w.flush());
             }
-            out.push_str("]:\n");
-            if let Some(frames) = t.frames(THREAD_PATIENCE) {
-                out.push_str(&resolve(frames, Keep::Parked));
-            }
-            out.push('\n');
-        }
-        out
-    })
+        },
+        Ok(()),
+    )
 }
 
-/// Runs `f` on a thread of its own with a large stack (resolving frames needs
-/// one), as a `blocking` call when the caller is a goroutine. If no thread can
-/// be had (a thread limit: just when a dump is wanted), `f` runs on the
-/// caller's own stack instead.
-fn on_dump_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    let f = std::sync::Mutex::new(Some(f));
-    let run = || (f.lock().unwrap_or_else(|e| e.into_inner()).take()).map(|f| f());
+/// The dump's text, one chunk per goroutine and per waiting thread.
+fn dump_chunks(caller: Option<GoId>, emit: &mut dyn FnMut(String)) {
+    let mut sym = Symbolizer::new();
+    each_goroutine_with(caller, &mut sym, &mut |g| emit(format!("{g}\n\n")));
+    for t in thread_waits::waiting() {
+        let name = t
+            .thread
+            .name()
+            .map_or_else(|| format!("{:?}", t.thread.id()), str::to_owned);
+        let mut out = format!("thread {name:?} [{}", t.reason);
+        let minutes = t.since.elapsed().as_secs() / 60;
+        if minutes >= 1 {
+            out.push_str(&format!(", {minutes} minutes"));
+        }
+        out.push_str("]:\n");
+        if let Some(frames) = t.frames(THREAD_PATIENCE) {
+            out.push_str(&resolve(&mut sym, &frames));
+        }
+        out.push('\n');
+        emit(out);
+    }
+}
+
+/// Runs `produce` on a thread of its own with a large stack (resolving frames
+/// needs one), as a `blocking` call when the caller is a goroutine, while the
+/// calling thread folds what it emits into `acc` with `consume` as it comes
+/// (so a dump written to a stream streams). If no thread can be had (a thread
+/// limit: just when a dump is wanted), `produce` runs on the caller's own
+/// stack instead.
+fn on_dump_thread<T: Send, A>(
+    produce: impl FnOnce(&mut dyn FnMut(T)) + Send,
+    mut consume: impl FnMut(&mut A, T),
+    mut acc: A,
+) -> A {
+    let produce = std::sync::Mutex::new(Some(produce));
+    let take = || produce.lock().unwrap_or_else(|e| e.into_inner()).take();
     blocking(|| {
         std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel::<T>();
             let spawned = std::thread::Builder::new()
                 .name("goro-dump".into())
                 .stack_size(8 << 20)
-                .spawn_scoped(s, run);
+                .spawn_scoped(s, move || {
+                    if let Some(f) = take() {
+                        f(&mut |item| drop(tx.send(item)));
+                    }
+                });
             match spawned {
-                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                Err(_) => run(),
+                Ok(h) => {
+                    for item in rx {
+                        consume(&mut acc, item);
+                    }
+                    if let Err(p) = h.join() {
+                        std::panic::resume_unwind(p);
+                    }
+                }
+                Err(_) => {
+                    drop(rx);
+                    let f = take().expect("goro: the dump ran twice");
+                    f(&mut |item| consume(&mut acc, item));
+                }
             }
-            .expect("goro: the dump ran twice")
         })
-    })
+    });
+    acc
 }
 
-/// Every live G; `caller`, the G asking (inside the `blocking` call the
-/// collection runs in), shows as running, as in Go.
-fn collect_goroutines(caller: Option<GoId>) -> Vec<GoroutineInfo> {
+/// Every live G, in id order, each handed to `emit` once its frames are
+/// resolved; `caller`, the G asking (inside the `blocking` call the dump
+/// runs in), shows as running, as in Go.
+fn each_goroutine(caller: Option<GoId>, emit: &mut dyn FnMut(GoroutineInfo)) {
+    each_goroutine_with(caller, &mut Symbolizer::new(), emit);
+}
+
+fn each_goroutine_with(caller: Option<GoId>, sym: &mut Symbolizer, emit: &mut dyn FnMut(GoroutineInfo)) {
     let now_ms = crate::runtime::proc::state::sched().nanotime() / 1_000_000;
-    let mut out: Vec<GoroutineInfo> = crate::runtime::task::g::all_gs()
+    let mut live: Vec<_> = crate::runtime::task::g::all_gs()
         .into_iter()
-        .filter_map(|g| {
-            let snap = snapshot(&g)?;
-            let captured = (snap.status == Status::Waiting).then(|| inspect(&g, snap.id)).flatten();
-            let mut info = info(snap, captured, now_ms);
-            if Some(info.id) == caller {
-                info.state = GoState::Running;
-            }
-            Some(info)
-        })
+        .filter_map(|g| snapshot(&g).map(|snap| (g, snap)))
         .collect();
-    out.sort_by_key(|g| g.id);
-    out
+    live.sort_by_key(|(_, snap)| snap.id);
+    let ms = crate::runtime::proc::state::sched()
+        .allm
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for (g, snap) in live {
+        let is_caller = Some(GoId::from_raw(snap.id)) == caller;
+        let captured = match snap.status {
+            Status::Waiting => inspect(&g, snap.id),
+            Status::Running | Status::Syscall if !is_caller => ms
+                .iter()
+                .find(|m| m.id() == snap.m && m.curg() == snap.id || m.syscallg().is_some_and(|s| s.id() == snap.id))
+                .and_then(|m| running::frames_of(m, snap.id)),
+            _ => None,
+        };
+        let stack = captured.map(|c| resolve(sym, &c));
+        let mut info = info(snap, stack, now_ms);
+        if is_caller {
+            info.state = GoState::Running;
+        }
+        emit(info);
+    }
 }
 
-fn info(snap: Snapshot, captured: Option<Captured>, now_ms: u64) -> GoroutineInfo {
+fn info(snap: Snapshot, stack: Option<String>, now_ms: u64) -> GoroutineInfo {
     let state = match snap.status {
         Status::Running => GoState::Running,
         Status::Syscall => GoState::Blocking,
@@ -256,14 +314,14 @@ fn info(snap: Snapshot, captured: Option<Captured>, now_ms: u64) -> GoroutineInf
         parent,
         creator_thread,
         locked: snap.locked,
-        stack: captured.map(|c| resolve(c, Keep::Parked)),
+        stack,
     }
 }
 
 /// Resolves and formats frames in Go's shape.
-fn resolve(captured: Captured, keep: Keep) -> String {
-    let all = captured.resolve();
+fn resolve(sym: &mut Symbolizer, captured: &Captured) -> String {
+    let all = sym.resolve(captured);
     let mut text = String::new();
-    frames::write_go(&mut text, frames::trim(&all, keep));
+    frames::write_go(&mut text, frames::trim(&all, Keep::Parked));
     text
 }

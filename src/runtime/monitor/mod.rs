@@ -7,6 +7,7 @@ pub(in crate::runtime) mod deadlock;
 pub(in crate::runtime) mod dump;
 pub(in crate::runtime) mod heap_trim;
 pub(in crate::runtime) mod panics;
+pub(in crate::runtime) mod running;
 pub(in crate::runtime) mod schedtrace;
 pub(in crate::runtime) mod signal;
 pub(in crate::runtime) mod stats;

@@ -135,6 +135,13 @@ pub(crate) struct Godebug {
     pub(crate) no_deadlock_report: bool,
     /// `heaptrim=0` turns the heap trim off (`heap_trim.rs`).
     pub(crate) no_heap_trim: bool,
+    /// `dumpsig=N`: the real-time signal a dump sends to the threads of
+    /// running goroutines for their frames (`monitor/running.rs`); `None`:
+    /// the default; `Some(0)`: none (running goroutines dump without frames).
+    pub(crate) dumpsig: Option<i32>,
+    /// `blockwarn=1`: a line on stderr when a goroutine blocks its thread
+    /// outside `goro::blocking` (`monitor/sysmon.rs`).
+    pub(crate) blockwarn: bool,
 }
 
 impl Godebug {
@@ -172,6 +179,20 @@ impl Godebug {
                     "0" => g.no_heap_trim = true,
                     "1" => g.no_heap_trim = false,
                     _ => warn(format!("heaptrim={val:?} must be 0 or 1; ignored")),
+                },
+                "dumpsig" => match val.parse::<i32>() {
+                    Ok(0) => g.dumpsig = Some(0),
+                    Ok(n) if (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&n) => g.dumpsig = Some(n),
+                    _ => warn(format!(
+                        "dumpsig={val:?} must be 0 (none) or a real-time signal, {} to {}; ignored",
+                        libc::SIGRTMIN(),
+                        libc::SIGRTMAX()
+                    )),
+                },
+                "blockwarn" => match val {
+                    "0" => g.blockwarn = false,
+                    "1" => g.blockwarn = true,
+                    _ => warn(format!("blockwarn={val:?} must be 0 or 1; ignored")),
                 },
                 _ => {}
             }
@@ -242,9 +263,11 @@ mod tests {
     #[test]
     fn godebug_parsing() {
         let mut warnings = Vec::new();
-        let g = Godebug::parse("gctrace=1,schedtrace=250,scheddetail=1,deadlock=0,heaptrim=0", |w| {
-            warnings.push(w)
-        });
+        let rt = libc::SIGRTMIN() + 1;
+        let g = Godebug::parse(
+            &format!("gctrace=1,schedtrace=250,scheddetail=1,deadlock=0,heaptrim=0,dumpsig={rt},blockwarn=1"),
+            |w| warnings.push(w),
+        );
         assert_eq!(
             g,
             Godebug {
@@ -252,13 +275,17 @@ mod tests {
                 scheddetail: true,
                 no_deadlock_report: true,
                 no_heap_trim: true,
+                dumpsig: Some(rt),
+                blockwarn: true,
             }
         );
         assert!(warnings.is_empty());
-        let g = Godebug::parse("schedtrace=abc,scheddetail=yes,deadlock=no,heaptrim=off", |w| {
-            warnings.push(w)
-        });
+        let g = Godebug::parse(
+            "schedtrace=abc,scheddetail=yes,deadlock=no,heaptrim=off,dumpsig=2,blockwarn=yes",
+            |w| warnings.push(w),
+        );
         assert_eq!(g, Godebug::default());
-        assert_eq!(warnings.len(), 4, "{warnings:?}");
+        assert_eq!(warnings.len(), 6, "{warnings:?}");
+        assert_eq!(Godebug::parse("dumpsig=0", |_| ()).dumpsig, Some(0));
     }
 }

@@ -67,8 +67,11 @@ pub(crate) struct M {
     spinning: AtomicBool,
     /// Parked on its note or blocked in the poller (traces).
     blocked: AtomicBool,
-    /// Id of the G it runs, 0 if none (traces).
+    /// Id of the G it runs, 0 if none (traces, dumps).
     curg: AtomicU64,
+    /// Its thread's kernel id while the thread runs, 0 before and after
+    /// (dumps signal it: `monitor/running.rs`). Own thread writes.
+    tid: std::sync::atomic::AtomicI32,
     pub(crate) note: Note,
     rng: AtomicU64,
     /// Core this thread is pinned to + 1, 0 if not pinned.
@@ -105,6 +108,7 @@ impl M {
             spinning: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             curg: AtomicU64::new(0),
+            tid: std::sync::atomic::AtomicI32::new(0),
             note: Note::new(),
             // Any odd seed works for xorshift; mix the id in so Ms differ.
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15 ^ ((id as u64 + 1) << 17) | 1),
@@ -211,6 +215,11 @@ impl M {
 
     pub(crate) fn curg(&self) -> u64 {
         self.curg.load(Ordering::Relaxed)
+    }
+
+    /// Its thread's kernel id, 0 if its thread is not running.
+    pub(crate) fn tid(&self) -> i32 {
+        self.tid.load(Ordering::Relaxed)
     }
 
     pub(crate) fn set_curg(&self, id: u64) {
@@ -366,12 +375,15 @@ pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
         .spawn(move || {
             let _runtime_thread = crate::runtime::sys::os_threads::register();
             CURRENT_M.with(|c| c.set(m));
+            // SAFETY: gettid(2) has no preconditions.
+            m.tid.store(unsafe { libc::gettid() }, Ordering::Relaxed);
             crate::runtime::sys::altstack::on_thread_start();
             let p = m.take_nextp().flatten().expect("new M without a P");
             m.acquire_p(p);
             m_main(m);
             // Retired: the record goes back for reuse; this thread touches it no more.
             m.trace.release();
+            m.tid.store(0, Ordering::Relaxed);
             CURRENT_M.with(|c| c.set(std::ptr::null()));
             crate::runtime::sys::altstack::on_thread_exit();
             sched().m_exited(m);

@@ -15,13 +15,50 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Return addresses of a stack, not yet resolved.
-pub(crate) struct Captured(backtrace::Backtrace);
+/// Code addresses of a stack, innermost first, not yet resolved: return
+/// addresses, as the unwinder reports them (the symbolizer looks one byte
+/// back, into the call).
+pub(crate) struct Captured(Vec<usize>);
+
+/// The most frames a capture keeps.
+pub(crate) const MAX_FRAMES: usize = 100;
 
 /// Captures the calling stack's frames (addresses only).
 #[inline(never)]
 pub(crate) fn capture() -> Captured {
-    Captured(backtrace::Backtrace::new_unresolved())
+    capture_below(usize::MAX)
+}
+
+/// As [`capture`], up to the first frame at or above `top`: a coroutine's
+/// frames without those of the thread that resumed it.
+#[inline(never)]
+pub(crate) fn capture_below(top: usize) -> Captured {
+    let mut ips = Vec::with_capacity(32);
+    backtrace::trace(|f| {
+        if f.sp() as usize >= top {
+            return false;
+        }
+        ips.push(f.ip() as usize);
+        ips.len() < MAX_FRAMES
+    });
+    Captured(ips)
+}
+
+impl Captured {
+    /// Frames recorded elsewhere (a signal handler's), innermost first: `pc`,
+    /// where the code was interrupted (exact, not a return address), then the
+    /// return addresses below it.
+    pub(crate) fn interrupted(pc: usize, return_addresses: &[usize]) -> Captured {
+        // One past the exact pc, so that the symbolizer's step back lands on it.
+        let mut ips = vec![pc + 1];
+        ips.extend_from_slice(return_addresses);
+        Captured(ips)
+    }
+
+    /// Resolves names and source lines: call on a stack with room to spare.
+    pub(crate) fn resolve(self) -> Vec<Frame> {
+        Symbolizer::new().resolve(&self)
+    }
 }
 
 /// One resolved frame (an inlined call is a frame of its own).
@@ -48,43 +85,64 @@ const RUNTIME_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/runtime/");
 /// the type's own method below it.
 const KEPT_RUNTIME: (&str, &str) = ("goro::runtime::wait::guarded::", "/src/runtime/wait/guarded.rs");
 
-impl Captured {
-    /// Resolves names and source lines: call on a stack with room to spare.
-    pub(crate) fn resolve(mut self) -> Vec<Frame> {
-        self.0.resolve();
+/// Resolves addresses to frames, each distinct address once: the goroutines
+/// of a program share most of their frames, so a dump of many of them costs
+/// one lookup per call site, not per goroutine.
+pub(crate) struct Symbolizer {
+    cache: std::collections::HashMap<usize, Vec<Frame>>,
+}
+
+impl Symbolizer {
+    pub(crate) fn new() -> Symbolizer {
+        Symbolizer {
+            cache: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The frames of `captured`, innermost first. Call on a stack with room
+    /// to spare (the debug info reader's).
+    pub(crate) fn resolve(&mut self, captured: &Captured) -> Vec<Frame> {
         let mut out = Vec::new();
-        for f in self.0.frames() {
-            if f.symbols().is_empty() {
-                out.push(Frame {
-                    name: format!("{:?}", f.ip()),
-                    file: None,
-                    line: None,
-                    col: None,
-                    internal: false,
-                    in_goro: false,
-                });
-            }
-            for s in f.symbols() {
-                let name = s.name().map_or_else(|| "<unknown>".to_string(), |n| format!("{n:#}"));
-                // Inlined frames carry short names: their files tell where they are.
-                let internal = is_internal(&name, s.filename());
-                let in_goro = internal
-                    || name.starts_with("goro::")
-                    || s.filename()
-                        .and_then(Path::to_str)
-                        .is_some_and(|f| f.starts_with(GORO_SRC));
-                out.push(Frame {
-                    name,
-                    file: s.filename().map(shorten),
-                    line: s.lineno(),
-                    col: s.colno(),
-                    internal,
-                    in_goro,
-                });
-            }
+        for &ip in &captured.0 {
+            out.extend_from_slice(self.cache.entry(ip).or_insert_with(|| frames_at(ip)));
         }
         out
     }
+}
+
+/// The frames of one return address: the function, and the calls inlined
+/// into it at that point (innermost first).
+fn frames_at(ip: usize) -> Vec<Frame> {
+    let mut out = Vec::new();
+    backtrace::resolve(ip as *mut std::ffi::c_void, |s| {
+        let name = s.name().map_or_else(|| "<unknown>".to_string(), |n| format!("{n:#}"));
+        // Inlined frames carry short names: their files tell where they are.
+        let internal = is_internal(&name, s.filename());
+        let in_goro = internal
+            || name.starts_with("goro::")
+            || s.filename()
+                .and_then(Path::to_str)
+                .is_some_and(|f| f.starts_with(GORO_SRC));
+        out.push(Frame {
+            name,
+            file: s.filename().map(shorten),
+            line: s.lineno(),
+            col: s.colno(),
+            internal,
+            in_goro,
+        });
+    });
+    if out.is_empty() {
+        out.push(Frame {
+            name: format!("{:#x}", ip),
+            file: None,
+            line: None,
+            col: None,
+            internal: false,
+            in_goro: false,
+        });
+    }
+    out
 }
 
 /// A source path as the program's own `Location`s name it (a panic's

@@ -7,7 +7,7 @@
 //! pinned.
 
 use super::{Status, G, SCAN};
-use crate::runtime::sys::frames::{capture, Captured};
+use crate::runtime::sys::frames::{capture_below, Captured};
 use crate::runtime::task::ids::WaitReason;
 use corosensei::CoroutineResult;
 use std::panic::Location;
@@ -96,7 +96,8 @@ pub(crate) fn inspect(g: &G, id: u64) -> Option<Captured> {
 #[cold]
 #[inline(never)]
 pub(super) fn record(g: &G) {
-    let frames = capture();
-    // SAFETY: the dump resumed us and waits: this G owns itg.
+    // The frames of the dump's own thread, below the coroutine, are not the G's.
+    let frames = capture_below(g.guard.get().1 + g.stack_size());
+    // SAFETY: the dump resumed us and waits: this G owns it.
     unsafe { g.ctx() }.inspected = Some(frames);
 }
