@@ -13,6 +13,7 @@ mod common;
 
 mod auto_traits;
 mod block_on;
+mod blockwarn;
 mod chan_async;
 mod chan_model;
 mod chan_semantics;

@@ -3,6 +3,7 @@
 //! them; the core reaches sysmon and the reporter through `proc/observers.rs`.
 //! `runtime/mod.rs` maps it.
 
+pub(in crate::runtime) mod blockwarn;
 pub(in crate::runtime) mod deadlock;
 pub(in crate::runtime) mod dump;
 pub(in crate::runtime) mod heap_trim;

@@ -50,8 +50,13 @@ pub struct Stats {
     pub timers_fired: u64,
     /// Ps handed to another M because their G was stuck in a blocking call.
     pub syscall_handoffs: u64,
-    /// Ps retaken from a G that ran too long without yielding.
+    /// Ps retaken from a G that ran too long without yielding, on the CPU.
     pub preempt_retakes: u64,
+    /// Ps retaken from a G that held its thread in the kernel (a system call
+    /// outside `goro::blocking`: `std::thread::sleep`, a std file read, a
+    /// sync client library) for as long: its thread used under a tenth of
+    /// that time on the CPU. `GODEBUG=blockwarn=1` names each one.
+    pub blocking_retakes: u64,
     /// Per-P figures, indexed by P id.
     pub procs: Vec<ProcStats>,
 }
@@ -109,5 +114,6 @@ pub(crate) fn collect(s: &Sched) -> Stats {
     st.netpoll_ready = s.counters.netpoll_ready.load(Relaxed);
     st.syscall_handoffs = s.counters.syscall_handoffs.load(Relaxed);
     st.preempt_retakes = s.counters.preempt_retakes.load(Relaxed);
+    st.blocking_retakes = s.counters.blocking_retakes.load(Relaxed);
     st
 }

@@ -7,7 +7,11 @@
 //! - **hogs**: a G that has run 10 ms without a switch is asked to yield at its
 //!   next goro call (`M::preempt`); after 20 ms its P is taken from its M
 //!   ([`crate::runtime::sched::ownership::try_take_running`]) and handed to another, so the P's
-//!   other Gs run while the hog goes on without a P (`preempt_retakes`). For that
+//!   other Gs run while the hog goes on without a P. A G that held its P that
+//!   long in the kernel, outside `goro::blocking` (its thread's CPU clock moved
+//!   by under a tenth of the time since the 10 ms mark), is told apart:
+//!   `blocking_retakes` instead of `preempt_retakes`, `why: "blocked"` in the
+//!   trace, and with `GODEBUG=blockwarn=1` a line naming it (`blockwarn.rs`). For that
 //!   moment the process runs more threads than GOMAXPROCS: code that cannot be
 //!   interrupted asynchronously can only be worked around, not stopped. Time in
 //!   blocking calls counts as running (Go's `sysretake`): a G looping on short
@@ -65,7 +69,9 @@
 //! Thread: only the sysmon thread runs [`run`]; the rest of the runtime reaches
 //! it through [`SysmonLink::syscall_entered`](crate::runtime::proc::observers::SysmonLink::syscall_entered).
 
+use super::blockwarn;
 use super::heap_trim::HeapTrim;
+use crate::runtime::proc::m::M;
 use crate::runtime::proc::observers::{self, MAX_DELAY};
 use crate::runtime::proc::p::{PState, PStatus, P};
 use crate::runtime::proc::state::Sched;
@@ -111,6 +117,10 @@ struct Seen {
     slice_since: u64,
     syscalltick: u64,
     syscall_since: u64,
+    /// When its G had held the P for [`PREEMPT_AFTER_NS`], and its M's
+    /// thread's CPU time then: at a retake, how much of the time since was
+    /// spent on the CPU tells a hog from a G blocked in the kernel.
+    cpu_mark: Option<(u64, u64)>,
 }
 
 impl Seen {
@@ -124,6 +134,7 @@ impl Seen {
             slice_since: now,
             syscalltick: p.syscalltick.load(Ordering::Relaxed),
             syscall_since: now,
+            cpu_mark: None,
         }
     }
 
@@ -132,6 +143,7 @@ impl Seen {
         self.since = now;
         self.slice_since = now;
         self.syscall_since = now;
+        self.cpu_mark = None;
     }
 }
 
@@ -342,6 +354,7 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
         if seen.context_switches != cs {
             seen.context_switches = cs;
             seen.since = now;
+            seen.cpu_mark = None;
         }
         let ran = now.saturating_sub(seen.since);
         let Some(m) = st.m() else { continue };
@@ -350,6 +363,9 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                 if ran >= PREEMPT_AFTER_NS {
                     // Checked at its next goro call.
                     m.preempt.store(true, Ordering::Relaxed);
+                    if seen.cpu_mark.is_none() {
+                        seen.cpu_mark = m.cpu_time_ns().map(|cpu| (now, cpu));
+                    }
                 }
                 // Gs taken from `runnext` inherit the slice and leave `schedtick`
                 // alone (context switches do move): a slice this old is over.
@@ -373,12 +389,7 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                         p.counters.context_switches.load(Ordering::Relaxed) == cs
                     })
                 {
-                    s.counters.preempt_retakes.fetch_add(1, Ordering::Relaxed);
-                    if tracing::on() {
-                        tracing::retook_from(m, p.id);
-                    }
-                    hand_off_p(p.id);
-                    seen.since = now;
+                    took_from_running(s, p, m, seen, now, ran);
                     taken += 1;
                 }
             }
@@ -426,6 +437,37 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
         }
     }
     Looked { taken, next_due }
+}
+
+/// sysmon took P `p` from `m`, whose G held it `ran` ns without a switch:
+/// counts it as a CPU hog or as blocked in the kernel, tells the trace (and
+/// with `blockwarn`, the user), and hands the P to another M.
+fn took_from_running(s: &Sched, p: &P, m: &'static M, seen: &mut Seen, now: u64, ran: u64) {
+    let blocked = blocked_in_kernel(m, seen.cpu_mark, now);
+    let counter = if blocked {
+        &s.counters.blocking_retakes
+    } else {
+        &s.counters.preempt_retakes
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    if tracing::on() {
+        tracing::retook_from(m, p.id, blocked);
+    }
+    if blocked && s.godebug.blockwarn {
+        blockwarn::report(m, m.curg(), ran);
+    }
+    hand_off_p(p.id);
+    seen.since = now;
+    seen.cpu_mark = None;
+}
+
+/// Whether the G of `m`, about to lose its P, spent the time since `mark`
+/// (when, and its thread's CPU time then) in the kernel rather than on the
+/// CPU: its thread ran under a tenth of it.
+fn blocked_in_kernel(m: &M, mark: Option<(u64, u64)>, now: u64) -> bool {
+    let Some((at, cpu_then)) = mark else { return false };
+    let Some(cpu_now) = m.cpu_time_ns() else { return false };
+    cpu_now.saturating_sub(cpu_then).saturating_mul(10) < now.saturating_sub(at)
 }
 
 /// Lets Ms that have been parked for [`M_IDLE_RETIRE`] exit while there are more

@@ -384,10 +384,10 @@ impl<W: Write> Json<W> {
                 num(&mut self.buf, ev.arg);
             }
             Kind::Retake => {
-                self.buf.extend_from_slice(if ev.small == 0 {
-                    b",\"why\":\"syscall\""
-                } else {
-                    b",\"why\":\"hog\""
+                self.buf.extend_from_slice(match ev.small {
+                    0 => b",\"why\":\"syscall\"",
+                    1 => b",\"why\":\"hog\"",
+                    _ => b",\"why\":\"blocked\"",
                 });
             }
             _ => {}

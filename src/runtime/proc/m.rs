@@ -72,6 +72,10 @@ pub(crate) struct M {
     /// Its thread's kernel id while the thread runs, 0 before and after
     /// (dumps signal it: `monitor/running.rs`). Own thread writes.
     tid: std::sync::atomic::AtomicI32,
+    /// Its thread's CPU-time clock (`pthread_getcpuclockid`), 0 if none:
+    /// sysmon tells a G blocked in the kernel from one on the CPU by it.
+    /// Own thread writes.
+    cpu_clock: std::sync::atomic::AtomicI32,
     pub(crate) note: Note,
     rng: AtomicU64,
     /// Core this thread is pinned to + 1, 0 if not pinned.
@@ -109,6 +113,7 @@ impl M {
             blocked: AtomicBool::new(false),
             curg: AtomicU64::new(0),
             tid: std::sync::atomic::AtomicI32::new(0),
+            cpu_clock: std::sync::atomic::AtomicI32::new(0),
             note: Note::new(),
             // Any odd seed works for xorshift; mix the id in so Ms differ.
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15 ^ ((id as u64 + 1) << 17) | 1),
@@ -220,6 +225,19 @@ impl M {
     /// Its thread's kernel id, 0 if its thread is not running.
     pub(crate) fn tid(&self) -> i32 {
         self.tid.load(Ordering::Relaxed)
+    }
+
+    /// The CPU time its thread has used (ns), if its clock can be read.
+    pub(crate) fn cpu_time_ns(&self) -> Option<u64> {
+        let clock = self.cpu_clock.load(Ordering::Relaxed);
+        if clock == 0 {
+            return None;
+        }
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: a valid out-pointer; a stale clock id (the thread exited)
+        // fails with EINVAL.
+        let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
+        ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
     }
 
     pub(crate) fn set_curg(&self, id: u64) {
@@ -377,6 +395,11 @@ pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
             CURRENT_M.with(|c| c.set(m));
             // SAFETY: gettid(2) has no preconditions.
             m.tid.store(unsafe { libc::gettid() }, Ordering::Relaxed);
+            let mut clock: libc::clockid_t = 0;
+            // SAFETY: our own thread's handle and a valid out-pointer.
+            if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) } == 0 {
+                m.cpu_clock.store(clock, Ordering::Relaxed);
+            }
             crate::runtime::sys::altstack::on_thread_start();
             let p = m.take_nextp().flatten().expect("new M without a P");
             m.acquire_p(p);
@@ -384,6 +407,7 @@ pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
             // Retired: the record goes back for reuse; this thread touches it no more.
             m.trace.release();
             m.tid.store(0, Ordering::Relaxed);
+            m.cpu_clock.store(0, Ordering::Relaxed);
             CURRENT_M.with(|c| c.set(std::ptr::null()));
             crate::runtime::sys::altstack::on_thread_exit();
             sched().m_exited(m);

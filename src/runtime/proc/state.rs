@@ -41,6 +41,7 @@ pub(crate) struct Counters {
     pub(crate) netpoll_ready: AtomicU64,
     pub(crate) syscall_handoffs: AtomicU64,
     pub(crate) preempt_retakes: AtomicU64,
+    pub(crate) blocking_retakes: AtomicU64,
 }
 
 /// What the layers above the records give them at start-up, for the calls

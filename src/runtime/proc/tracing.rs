@@ -155,15 +155,17 @@ pub(crate) fn blocking_entered(m: &M, g: GRef) {
     emit_on(m, Kind::BlockingEnter, g.id(), 0, 0);
 }
 
-/// sysmon took P `p` from M `m`, whose G goes on running without it: the
-/// instant on sysmon's track, and the time on `m`, which records where its
-/// run left the P in its own stream when the G stops ([`stopped_without_p`]).
+/// sysmon took P `p` from M `m`, whose G goes on running without it (on the
+/// CPU, or `blocked` in the kernel outside `goro::blocking`): the instant on
+/// sysmon's track, and the time on `m`, which records where its run left the
+/// P in its own stream when the G stops ([`stopped_without_p`]).
 #[cold]
 #[inline(never)]
-pub(crate) fn retook_from(m: &M, p: usize) {
+pub(crate) fn retook_from(m: &M, p: usize, blocked: bool) {
     let ts = trace_buf::now();
     let p16 = u16::try_from(p).unwrap_or(NO_P);
-    trace_buf::record_shared(event(ts, p16, Kind::Retake, 0, 0, 1));
+    let why = if blocked { 2 } else { 1 };
+    trace_buf::record_shared(event(ts, p16, Kind::Retake, 0, 0, why));
     m.retaken_at.store(ts, Ordering::Relaxed);
 }
 

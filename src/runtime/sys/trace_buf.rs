@@ -93,7 +93,8 @@ pub(crate) enum Kind {
     MPark,
     /// This M was woken.
     MWake,
-    /// sysmon took `p` (`small`: 0 from a blocking call, 1 from a hog).
+    /// sysmon took `p` (`small`: 0 from a blocking call, 1 from a hog on the
+    /// CPU, 2 from a G blocked in the kernel outside `goro::blocking`).
     Retake,
 }
 

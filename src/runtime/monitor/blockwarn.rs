@@ -1,0 +1,98 @@
+//! `GODEBUG=blockwarn=1`: one line on stderr per goroutine and call site that
+//! blocks its thread in the kernel outside `goro::blocking` long enough to lose
+//! its P (sysmon's judgement, `sysmon.rs`):
+//!
+//! ```text
+//! goro: goroutine 7 "w" blocked its thread 20 ms in a system call outside goro::blocking (at src/main.rs:12)
+//! ```
+//!
+//! sysmon only hands the M and the goroutine over; a reporter thread of its own
+//! (started by the first report, with a stack large enough to resolve frames)
+//! asks the M for the goroutine's frames (`running.rs`), names the first frame
+//! of the program's own code as the call site, and prints each (goroutine, site)
+//! once. Off by default: then nothing here runs.
+
+use super::running;
+use crate::runtime::proc::m::M;
+use crate::runtime::sys::frames::{self, Keep, Symbolizer};
+use crate::runtime::task::g::{all_gs, snapshot};
+use std::collections::HashSet;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Mutex, OnceLock};
+
+/// One goroutine that blocked its thread: its M, its id, how long (ns).
+struct Blocked {
+    m: &'static M,
+    g: u64,
+    held_ns: u64,
+}
+
+/// The reporter's queue, made with the thread by the first report.
+static REPORTER: OnceLock<Option<Mutex<Sender<Blocked>>>> = OnceLock::new();
+
+/// Hands goroutine `g` of `m`, which held its P `held_ns` in the kernel, to
+/// the reporter. Called by sysmon; never waits.
+pub(crate) fn report(m: &'static M, g: u64, held_ns: u64) {
+    if g == 0 {
+        return;
+    }
+    let queue = REPORTER.get_or_init(|| {
+        let (tx, rx) = channel::<Blocked>();
+        std::thread::Builder::new()
+            .name("goro-blockwarn".into())
+            .stack_size(8 << 20)
+            .spawn(move || serve(rx.into_iter()))
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    if let Some(q) = queue {
+        let _ = q
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(Blocked { m, g, held_ns });
+    }
+}
+
+fn serve(reports: impl Iterator<Item = Blocked>) {
+    let _runtime_thread = crate::runtime::sys::os_threads::register();
+    let mut sym = Symbolizer::new();
+    let mut told: HashSet<(u64, String)> = HashSet::new();
+    for b in reports {
+        // What needs the goroutine still there first: its frames, its name.
+        let frames = running::frames_of(b.m, b.g);
+        let name = all_gs()
+            .into_iter()
+            .filter_map(|g| snapshot(&g))
+            .find(|s| s.id == b.g)
+            .and_then(|s| s.name)
+            .map_or_else(String::new, |n| format!(" {n:?}"));
+        let site = frames.and_then(|c| call_site(&mut sym, &c));
+        if !told.insert((b.g, site.clone().unwrap_or_default())) {
+            continue;
+        }
+        let at = site.map_or_else(String::new, |s| format!(" (at {s})"));
+        eprintln!(
+            "goro: goroutine {}{name} blocked its thread {} ms in a system call outside goro::blocking{at}",
+            b.g,
+            b.held_ns / 1_000_000
+        );
+    }
+}
+
+/// The first frame of the program's own Rust code (a `.rs` path relative to
+/// where it was built: std's and dependencies' are absolute, C libraries'
+/// start with `./` or name no `.rs` file), else the first with a file:
+/// `file:line`.
+fn call_site(sym: &mut Symbolizer, captured: &frames::Captured) -> Option<String> {
+    let all = sym.resolve(captured);
+    let kept = frames::trim(&all, Keep::Parked);
+    let with_file = || kept.iter().filter(|f| f.file.is_some());
+    let own = |p: &str| p.ends_with(".rs") && !p.starts_with('/') && !p.starts_with("./");
+    let f = with_file()
+        .find(|f| f.file.as_deref().is_some_and(own))
+        .or_else(|| with_file().next())?;
+    Some(match f.line {
+        Some(line) => format!("{}:{line}", f.file.as_deref().unwrap_or_default()),
+        None => f.file.clone().unwrap_or_default(),
+    })
+}
