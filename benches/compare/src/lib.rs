@@ -15,7 +15,9 @@
 //! Go's twin is go/main.go. The HTTP servers of the `http_echo` benchmark are
 //! binaries of their own (`http_tokio`, `http_may`), with their shared parts in
 //! [`http`]; `echo_client` is the load generator of `echo_server` and `charts`
-//! draws the report's charts.
+//! draws the report's charts. `bridge` holds the rows of "goro with async
+//! Rust" (goro and Tokio in one program, no Go or may twin); it uses the
+//! result line and failure exits of [`harness`] but not its `Runtime` trait.
 
 pub mod harness;
 pub mod http;
