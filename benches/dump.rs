@@ -5,6 +5,7 @@
 //!   same call, as in a server) and K spinning ones: the first dump (which
 //!   loads the binary's symbols), then the median of 5, and when the first
 //!   goroutine reached the writer;
+//! - the symbols' load: the first dump of a fresh process (a child);
 //! - SIGQUIT: this program again as a child with N parked goroutines and K
 //!   spinning, signalled by the parent, which times the header, the first
 //!   goroutine and the exit from the child's stderr.
@@ -37,9 +38,12 @@ fn crowd(n: usize, k: usize) -> goro::chan::Sender<u8> {
         let rx = rx.clone();
         goro::go!(move || parks(rx));
     }
-    while goro::runtime::goroutines().len() < n + k {
+    // Counted without a dump (which would load the symbols), then time to
+    // park (a bench, not a test: a sleep is fine here).
+    while goro::runtime::stats().live < (n + k) as u64 {
         std::thread::yield_now();
     }
+    std::thread::sleep(Duration::from_millis(100 + n as u64 / 1000));
     tx
 }
 
@@ -125,7 +129,35 @@ fn sigquit(n: usize, k: usize) {
     );
 }
 
+/// In a fresh process (a child): the first dump of one parked goroutine,
+/// which loads the symbols, and the second.
+fn symbol_load() {
+    if std::env::var_os("DUMP_BENCH_LOAD").is_some() {
+        let _tx = crowd(1, 0);
+        let mut times = [Duration::ZERO; 2];
+        for t in &mut times {
+            let start = Instant::now();
+            goro::runtime::write_goroutines(&mut std::io::sink()).unwrap();
+            *t = start.elapsed();
+        }
+        println!(
+            "one parked goroutine, fresh process: first dump {:.1} ms (symbols load), second {:.2} ms",
+            times[0].as_secs_f64() * 1e3,
+            times[1].as_secs_f64() * 1e3
+        );
+        std::process::exit(0);
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env("DUMP_BENCH_LOAD", "1")
+        .output()
+        .unwrap();
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+}
+
 fn main() {
+    if std::env::var_os("DUMP_BENCH_LOAD").is_some() {
+        symbol_load();
+    }
     if let Ok(spec) = std::env::var("DUMP_BENCH_CHILD") {
         let mut it = spec.split(' ').map(|v| v.parse().unwrap());
         let (n, k) = (it.next().unwrap(), it.next().unwrap());
@@ -139,6 +171,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo bench -- --list`
     }
+    symbol_load();
     for (n, k) in [(10_000, 0), (10_000, 2), (100_000, 0)] {
         in_process(n, k);
         // This round's goroutines end before the next round's start.
