@@ -106,10 +106,12 @@
 //   registered.rs    a registered socket and the I/O loop `goro::net` runs in
 //   loom_models.rs   loom models of readiness, close and deadlines against parking
 // monitor/ the observers: they watch and report, nothing below calls them
+//   blockwarn.rs     GODEBUG=blockwarn: names Gs that block their thread outside blocking
 //   deadlock.rs      the deadlock report and SIGQUIT's dump (the reporter thread)
-//   dump.rs          goroutines(): Go's traceback of every G
+//   dump.rs          goroutines(): Go's traceback of every G, streamed
 //   heap_trim.rs     sysmon gives glibc's free heap back when idle
 //   panics.rs        what a panicking G prints
+//   running.rs       a running G's frames, from its M's signal handler (GODEBUG=dumpsig)
 //   schedtrace.rs    GODEBUG=schedtrace/scheddetail reports
 //   signal.rs        the stack-overflow report (SIGSEGV/SIGBUS)
 //   stats.rs         stats(): the scheduler's counters
