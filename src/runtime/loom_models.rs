@@ -270,6 +270,61 @@ fn loom_global_submit_vs_idling_m_no_lost_wakeup() {
     }
 }
 
+/// `ready::ready` from a thread without a P (a plain thread, another runtime's
+/// worker waking a goroutine's future): with no M spinning it takes an idle P
+/// itself, puts the G in that P's ring and starts a non-spinning M on it;
+/// else the global queue and `wakep`. Models that against the only M, holding
+/// P0, idling it: the G is never stranded with the P idle and the M asleep.
+fn model_foreign_ready(
+    idle: &Idle<Arc<ModelM>>,
+    ring0: &RunQueue<u64>,
+    global: &Mutex<Vec<u64>>,
+    g: NonNull<u64>,
+) -> bool {
+    if idle.nmspinning() == 0 {
+        let p = idle.lock().pidle_get();
+        if let Some(p) = p {
+            assert_eq!(p, 0);
+            ring0.push(g, true, |_| unreachable!());
+            // `start_m(p, false)`: a parked M, or a new one, holding P0 with the G.
+            if let Some(m) = idle.lock().mget() {
+                *m.nextp.lock().unwrap() = Some(p);
+                m.note.wake();
+            }
+            return true;
+        }
+    }
+    global.lock().unwrap().push(val(g));
+    model_wakep_global(idle)
+}
+
+#[test]
+fn loom_foreign_ready_vs_idling_m_no_lost_wakeup() {
+    for spinning in [true, false] {
+        loom::model(move || {
+            let idle = Arc::new(Idle::<Arc<ModelM>>::new(1));
+            assert_eq!(idle.lock().pidle_get(), Some(0)); // the M holds P0
+            if spinning {
+                idle.become_spinning();
+            }
+            let ring0 = Arc::new(RunQueue::<u64>::new());
+            let global = Arc::new(Mutex::new(Vec::new()));
+            let stop = Arc::new(AtomicBool::new(false));
+            let me = ModelM::new();
+            let m = {
+                let (idle, global, me, stop) = (idle.clone(), global.clone(), me.clone(), stop.clone());
+                thread::spawn(move || model_idle_m(&idle, &me, 0, spinning, &global, &[], &stop) == Idled::FoundWork)
+            };
+            let handed = model_foreign_ready(&idle, &ring0, &global, items(1)[0]);
+            if handed && !stop.load(Ordering::SeqCst) {
+                // Whoever holds P0 now finds the G in its ring or the global queue.
+                assert!(!ring0.is_empty() || !global.lock().unwrap().is_empty());
+            }
+            me.finish(handed, m, &stop, "a foreign ready stranded: P idle, M asleep");
+        });
+    }
+}
+
 /// An M holding P1 readies a G into its own ring while the spinning M on P0 gives
 /// up: either the submitter wakes someone or the spinner sees the ring.
 #[test]

@@ -7,11 +7,14 @@
 //! and every M asleep). The rules:
 //! 1. Whoever makes a G runnable (spawn, ready, yield, a timer, a spill to the global
 //!    queue) calls [`wakep`] afterwards. It wakes an M only if there is an idle P
-//!    and no spinning M; the woken M starts spinning. Two exceptions: an M in its
+//!    and no spinning M; the woken M starts spinning. Three exceptions: an M in its
 //!    search that readies a single G from the poller or a timer onto its own
 //!    empty queue takes that G next itself (`ready::ready_batch`,
-//!    `ready::ready_sleepers`), so it wakes nobody; and a timer armed by a G's
-//!    park leaves the wake-up to its M's search (`timers::add_timer_parked`).
+//!    `ready::ready_sleepers`), so it wakes nobody; a timer armed by a G's
+//!    park leaves the wake-up to its M's search (`timers::add_timer_parked`);
+//!    and a caller without a P that readies a G while no M spins hands it to
+//!    an idle P and starts a non-spinning M there ([`start_m`], as
+//!    [`hand_off_p`] does for a P with work: `ready::ready_without_p`).
 //! 2. A spinning M that finds work stops spinning and, if it was the last spinner,
 //!    calls [`wakep`] again ([`reset_spinning`]): work tends to come in bursts and
 //!    the next G may need another M.

@@ -3,7 +3,7 @@
 //! ([`ready`]). The parking half, and the protocol both follow, are in
 //! `wait/park.rs`.
 
-use super::mpark::wakep;
+use super::mpark::{idle_p_unless_stopping, start_m, wakep};
 use super::ownership::with_p;
 use crate::runtime::proc::state::sched;
 use crate::runtime::proc::tracing;
@@ -24,19 +24,49 @@ impl Waiter {
     }
 }
 
-/// Makes a `Waiting` G runnable: into the current P's `runnext` if the caller runs
-/// on an M that holds a P, else into the global queue; then maybe wakes an M
-/// (Go's `goready`).
+/// Makes a `Waiting` G runnable (Go's `goready`): into the current P's
+/// `runnext` if the caller runs on an M that holds a P, then maybe wakes an M.
+/// A caller without a P (a plain thread, another runtime's worker waking a
+/// goroutine's future, an M in a blocking call) hands the G straight to an
+/// idle P and a non-spinning M for it ([`ready_without_p`]), else queues it
+/// globally and maybe wakes an M.
 pub(crate) fn ready(g: GRef) {
     if tracing::on() {
         tracing::readied(g, Source::Thread);
     }
     g.cas_status(Status::Waiting, Status::Runnable);
-    with_p(|p| match p {
-        Some(p) => p.runq_put(g, true),
-        None => sched().global.push(g),
+    let woke = with_p(|p| match p {
+        Some(p) => {
+            p.runq_put(g, true);
+            false
+        }
+        None => ready_without_p(g),
     });
-    wakep();
+    if !woke {
+        wakep();
+    }
+}
+
+/// [`ready`] from a caller without a P. While no M spins (none would find the
+/// G soon), takes an idle P, puts the G in its `runnext` and starts an M on
+/// it, not spinning: that M runs the G first and, having found it without a
+/// search, wakes nobody else (a spinner that finds work wakes another M,
+/// `reset_spinning`, which for one G from outside is a thread woken to spin
+/// and sleep again: docs/decisions/0036-ready-without-a-p.md). Returns true
+/// then; else queues the G globally and returns false (the caller wakes an M
+/// as rule 1 says). The P, taken from the idle list, is this caller's alone
+/// until the M takes it, so the push is an owner's push.
+fn ready_without_p(g: GRef) -> bool {
+    let s = sched();
+    if s.idle.nmspinning() == 0 {
+        if let Some(p) = idle_p_unless_stopping() {
+            s.p(p).runq_put(g, true);
+            start_m(p, false);
+            return true;
+        }
+    }
+    s.global.push(g);
+    false
 }
 
 /// Readies a batch of parked Gs found together (by the network poller) at the
