@@ -200,6 +200,7 @@ impl<T> Chan<T> {
 
     /// Lock held: the oldest waiting receive future, taken out to be woken
     /// (something became available to receive).
+    #[inline]
     fn next_async_receiver(&self, st: &mut State<T>) -> Wake {
         let w = st.async_recv.pop()?;
         self.receiver_waits(false);

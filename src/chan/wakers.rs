@@ -15,47 +15,72 @@ use std::collections::BTreeMap;
 use std::task::Waker;
 
 /// Waiting receive futures by registration number: the smallest is the oldest.
-pub(crate) struct AsyncReceivers {
+/// On the heap once the channel's first receive future waits: a channel no
+/// async code uses carries one null pointer.
+pub(crate) struct AsyncReceivers(Option<Box<Registry>>);
+
+struct Registry {
     waiting: BTreeMap<u64, Waker>,
     next_id: u64,
 }
 
 impl AsyncReceivers {
     pub(crate) const fn new() -> Self {
-        AsyncReceivers {
-            waiting: BTreeMap::new(),
-            next_id: 0,
-        }
+        AsyncReceivers(None)
     }
 
     /// Registers the future whose registration is `id` with `waker`: refreshes
     /// its waker if it is still waiting, else queues it anew (at the back).
     /// Returns its registration and whether it was queued anew.
     pub(crate) fn register(&mut self, id: Option<u64>, waker: &Waker) -> (u64, bool) {
-        if let Some(w) = id.and_then(|id| self.waiting.get_mut(&id)) {
+        let r = self.0.get_or_insert_with(|| {
+            Box::new(Registry {
+                waiting: BTreeMap::new(),
+                next_id: 0,
+            })
+        });
+        if let Some(w) = id.and_then(|id| r.waiting.get_mut(&id)) {
             if !w.will_wake(waker) {
                 w.clone_from(waker);
             }
             return (id.expect("found by id"), false);
         }
-        let id = self.next_id;
-        self.next_id += 1;
-        self.waiting.insert(id, waker.clone());
+        let id = r.next_id;
+        r.next_id += 1;
+        r.waiting.insert(id, waker.clone());
         (id, true)
     }
 
     /// Takes the future `id` out; false if it was not waiting (already woken).
     pub(crate) fn remove(&mut self, id: u64) -> bool {
-        self.waiting.remove(&id).is_some()
+        self.0.as_mut().is_some_and(|r| r.waiting.remove(&id).is_some())
     }
 
-    /// Takes the oldest waiting future out, to be woken.
+    /// Takes the oldest waiting future out, to be woken. Inlined down to a
+    /// null check on the channel's paths when no async code uses it.
+    #[inline]
     pub(crate) fn pop(&mut self) -> Option<Waker> {
-        self.waiting.pop_first().map(|(_, w)| w)
+        let r = self.0.as_mut()?;
+        if r.waiting.is_empty() {
+            return None;
+        }
+        r.pop_oldest()
     }
 
     /// Takes every waiting future out, to be woken (the channel closed).
     pub(crate) fn take_all(&mut self) -> impl Iterator<Item = Waker> {
-        std::mem::take(&mut self.waiting).into_values()
+        self.0
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.waiting))
+            .unwrap_or_default()
+            .into_values()
+    }
+}
+
+impl Registry {
+    #[cold]
+    #[inline(never)]
+    fn pop_oldest(&mut self) -> Option<Waker> {
+        self.waiting.pop_first().map(|(_, w)| w)
     }
 }
