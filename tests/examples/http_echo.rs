@@ -352,20 +352,20 @@ fn status_of(server: &Server, path: &str) -> u16 {
 fn a_trace_whose_client_left_stops_and_the_next_one_is_taken() {
     let server = Server::start(&["--debug"]);
     let started = Instant::now();
-    // A 1 s probe answered 409 shows a 60 s trace under way; its client (or,
-    // had a probe taken the trace first, an earlier one) has then left.
+    let taker = server.connect();
+    (&taker).write_all(get("/debug/trace?seconds=60").as_bytes()).unwrap();
+    // The trace is under way once the taker's goroutine waits for its client
+    // in `wait_unless_gone` (the dump shows it there).
     loop {
-        assert!(started.elapsed() < PATIENCE, "no 60 s trace was ever under way");
-        let taker = server.connect();
-        (&taker).write_all(get("/debug/trace?seconds=60").as_bytes()).unwrap();
-        let probe = status_of(&server, "/debug/trace?seconds=1");
-        drop(taker);
-        match probe {
-            409 => break,
-            200 => {}
-            other => panic!("a probe got {other}"),
+        assert!(started.elapsed() < PATIENCE, "the 60 s trace never started");
+        let mut r = BufReader::new(server.connect());
+        r.get_mut().write_all(get("/debug/goroutines").as_bytes()).unwrap();
+        if String::from_utf8_lossy(&read_reply(&mut r).body).contains("wait_unless_gone") {
+            break;
         }
     }
+    assert_eq!(status_of(&server, "/debug/trace?seconds=1"), 409, "one trace at a time");
+    drop(taker);
     let left = Instant::now();
     loop {
         match status_of(&server, "/debug/trace?seconds=1") {
