@@ -375,6 +375,11 @@ impl<T: Send + 'static> Future for JoinHandle<T> {
         if !this.task.finished() {
             let lock = this.task.lock();
             if !this.task.finished() {
+                // A re-poll by the same task keeps its stored waker.
+                // SAFETY: we hold the slot lock.
+                if unsafe { slot.waiter_will_wake(cx.waker()) } {
+                    return Poll::Pending;
+                }
                 // SAFETY: we hold the slot lock.
                 let earlier = unsafe { slot.replace_waiter(Waiter::Task(cx.waker().clone())) };
                 drop(lock);

@@ -214,12 +214,24 @@ fn a_join_handle_is_a_future_woken_when_its_goroutine_ends() {
         "done"
     });
     assert!(Pin::new(&mut h).poll(&mut cx).is_pending());
-    assert!(Pin::new(&mut h).poll(&mut cx).is_pending()); // replaces its waker
+    assert!(Pin::new(&mut h).poll(&mut cx).is_pending()); // the same task: kept
+    assert_eq!(c.clones.load(Ordering::SeqCst), 2, "one clone stored, not one per poll");
+    // Another task's poll replaces the stored waker.
+    let other = Arc::new(Counted::default());
+    let other_waker = counted_waker(&other);
+    assert!(Pin::new(&mut h)
+        .poll(&mut Context::from_waker(&other_waker))
+        .is_pending());
+    assert_eq!(c.clones.load(Ordering::SeqCst), 1, "the earlier waker was dropped");
+    assert!(Pin::new(&mut h).poll(&mut cx).is_pending()); // and back
+    assert_eq!(other.clones.load(Ordering::SeqCst), 1);
     tx.send(()).unwrap();
     while c.wakes.load(Ordering::SeqCst) == 0 {
         std::thread::yield_now();
     }
     assert_eq!(c.wakes.load(Ordering::SeqCst), 1);
+    assert_eq!(other.wakes.load(Ordering::SeqCst), 0, "a replaced waker is not woken");
+    drop(other_waker);
     match Pin::new(&mut h).poll(&mut cx) {
         Poll::Ready(r) => assert_eq!(r.unwrap(), "done"),
         Poll::Pending => panic!("woken but not ready"),

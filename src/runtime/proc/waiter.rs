@@ -109,6 +109,17 @@ impl Waiter {
         }
     }
 
+    /// Whether the packed waiter `raw` is an async task's `Waker` that would
+    /// wake the same task as `w` (a re-poll with it need store nothing new).
+    ///
+    /// # Safety
+    /// `raw` is 0 or came from `into_raw` and has not been unpacked yet.
+    pub(crate) unsafe fn raw_will_wake(raw: usize, w: &std::task::Waker) -> bool {
+        raw & TAGS == TASK_TAG
+            // SAFETY: a live box made by `into_raw` (the caller's contract).
+            && unsafe { &*((raw & !TAGS) as *const std::task::Waker) }.will_wake(w)
+    }
+
     /// Unpacks a word made by [`Waiter::into_raw`]; 0 means none.
     ///
     /// # Safety

@@ -321,6 +321,16 @@ impl<T> JoinSlot<T> {
         earlier
     }
 
+    /// Whether the stored waiter is an async task's waker that wakes `w`'s task.
+    ///
+    /// # Safety
+    /// The caller holds the slot lock.
+    pub(crate) unsafe fn waiter_will_wake(&self, w: &std::task::Waker) -> bool {
+        // SAFETY: the caller's contract; the word was packed by
+        // `replace_waiter` and is still packed.
+        unsafe { Waiter::raw_will_wake(*self.waiter.get(), w) }
+    }
+
     /// Takes the stored waiter out (a handle detached while a future of it
     /// was pending), to be dropped once the lock is released.
     ///
