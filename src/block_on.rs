@@ -162,10 +162,12 @@ impl Drop for FirstPoll {
 ///
 /// # Panics
 /// A panic in the future's `poll` unwinds out of `block_on`, as from any call.
-/// With the `tokio` feature, `block_on` on a plain thread inside a Tokio
-/// runtime's context (a worker running a task, inside `Runtime::block_on` or
-/// `Runtime::enter`) panics, as Tokio's own nested `block_on` does: it would
-/// block a thread that drives Tokio's tasks. `.await` the future there.
+/// With the `tokio` feature, `block_on` on a Tokio runtime's thread (a
+/// worker running a task, or inside `Runtime::block_on`) panics, as Tokio's
+/// own nested `block_on` does: it would block a thread that drives Tokio's
+/// tasks. `.await` the future there; a `spawn_blocking` closure, or a thread
+/// under `Runtime::enter`, may call it.
+#[track_caller]
 pub fn block_on<F: Future>(fut: F) -> F::Output {
     refuse_tokio_context("goro::block_on");
     let mut fut = pin!(fut);
@@ -187,12 +189,16 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
         // After the poll nobody holds `first` any more: only the record's
         // clones can wake us, under its lock.
         if first.notified.swap(false, Ordering::Relaxed) {
+            yield_before_polling_again();
             continue;
         }
         let signal = first.signal();
         let mut st = signal.0.lock();
         if std::mem::take(&mut st.notified) {
-            continue; // woken meanwhile: poll again
+            // Woken meanwhile: poll again.
+            drop(st);
+            yield_before_polling_again();
+            continue;
         }
         let parker = Parker::new();
         st.waiter = Some(parker.waiter());
@@ -200,20 +206,42 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
     }
 }
 
-/// Panics if a plain thread inside a Tokio runtime's context is about to wait
-/// (`what` names the call). A goroutine never has Tokio's context (the
-/// thread-local rule), so only plain threads are checked.
+/// Panics if a plain thread inside a running Tokio runtime (a worker
+/// running a task, or inside `Runtime::block_on`) is about to wait (`what`
+/// names the call): the thread drives Tokio's tasks. Tokio's own test is
+/// asked, quietly: its `Handle::block_on` panics exactly there, and works on
+/// a `spawn_blocking` thread or under `Runtime::enter`. A goroutine never has
+/// Tokio's context (the thread-local rule), so only plain threads with a
+/// Tokio handle pay for the question. Under `panic = "abort"` nothing is
+/// asked (the answer would end the process).
 #[inline]
+#[track_caller]
 pub(crate) fn refuse_tokio_context(what: &str) {
-    #[cfg(feature = "tokio")]
-    if crate::runtime::exports::current().is_none() && ::tokio::runtime::Handle::try_current().is_ok() {
-        panic!(
-            "{what} called on a thread inside a Tokio runtime (a worker, or `Runtime::block_on`): \
-             waiting here would block the thread that drives Tokio's tasks; `.await` the future instead"
-        );
+    #[cfg(all(feature = "tokio", not(panic = "abort")))]
+    if crate::runtime::exports::current().is_none() {
+        if let Ok(h) = ::tokio::runtime::Handle::try_current() {
+            crate::runtime::exports::started(); // goro's panic hook keeps the probe quiet
+            if crate::runtime::exports::quietly(|| h.block_on(std::future::ready(()))).is_err() {
+                panic!(
+                    "{what} called on a Tokio runtime's thread (a worker running a task, or inside \
+                     `Runtime::block_on`): waiting here would block the thread that drives Tokio's tasks; \
+                     `.await` the future instead (or call it from `spawn_blocking`)"
+                );
+            }
+        }
     }
-    #[cfg(not(feature = "tokio"))]
     let _ = what;
+}
+
+/// A future woken during its own poll (often by itself: async code's "yield")
+/// is polled again after the others runnable have had their turn, as an
+/// executor requeues its task: a goroutine yields, a thread yields its core.
+fn yield_before_polling_again() {
+    if crate::runtime::exports::current().is_some() {
+        crate::yield_now();
+    } else {
+        std::thread::yield_now();
+    }
 }
 
 /// One poll, in a frame of its own (see "Futures and thread-locals").

@@ -21,6 +21,10 @@
 //! timers enabled) that the first use starts and that lives until the
 //! process exits.
 //!
+//! Its threads are not goro's, and could wake a goroutine at any time (as any
+//! foreign thread pool could): once they exist, the deadlock report no longer
+//! fires for a program that hangs; SIGQUIT's dump still shows every goroutine.
+//!
 //! # Why a bridge
 //! A goroutine runs on whichever M has a P, and moves between threads at
 //! every park. Tokio keeps its context (the runtime a future registers its
@@ -119,8 +123,9 @@ fn start() -> Bridge {
 /// # Panics
 /// A panic inside `fut` resumes in the caller. Panics if the runtime shut down
 /// (a given runtime was dropped) before `fut` completed, and, like
-/// [`goro::block_on`](crate::block_on), on a plain thread inside a Tokio
-/// runtime's context.
+/// [`goro::block_on`](crate::block_on), on a Tokio runtime's thread (a
+/// worker running a task, or inside `Runtime::block_on`).
+#[track_caller]
 pub fn block_on<F>(fut: F) -> F::Output
 where
     F: Future + Send + 'static,

@@ -83,11 +83,20 @@ fn goro_block_on_panics_on_a_tokio_worker_and_in_runtime_block_on() {
     let msg = in_task.unwrap_err();
     let msg = msg.downcast_ref::<String>().unwrap();
     assert!(
-        msg.contains("inside a Tokio runtime") && msg.contains(".await"),
+        msg.contains("Tokio runtime's thread") && msg.contains(".await"),
         "{msg}"
     );
     let in_block_on = rt.block_on(async { std::panic::catch_unwind(|| goro::block_on(async { 1 })) });
     assert!(in_block_on.is_err());
+    // Threads that have Tokio's context but drive none of its tasks may wait.
+    let in_blocking = rt.block_on(async {
+        tokio::task::spawn_blocking(|| goro::block_on(async { 2 }))
+            .await
+            .unwrap()
+    });
+    assert_eq!(in_blocking, 2);
+    let _entered = rt.enter();
+    assert_eq!(goro::block_on(async { 3 }), 3);
     // A goroutine started from a Tokio task is not in Tokio's context.
     let from_goroutine = rt.block_on(async { goro::go!(|| goro::block_on(async { 5 })).await.unwrap() });
     assert_eq!(from_goroutine, 5);

@@ -209,7 +209,8 @@ impl<T> Chan<T> {
 
     /// A receive future's poll: takes what there is to receive now, or
     /// registers `waker` (under `id`, the future's registration, kept across
-    /// polls; see `wakers.rs`) and returns `Pending`.
+    /// polls; see `wakers.rs`) and returns `Pending`. Wakers are dropped and
+    /// woken only after the lock is released (their code may use the channel).
     pub(crate) fn poll_recv(&self, id: &mut Option<u64>, waker: &Waker) -> Poll<Result<T, RecvError>> {
         let mut l = self.lock();
         let st = l.st();
@@ -217,21 +218,23 @@ impl<T> Chan<T> {
             Ok((v, wake)) => (Ok(v), wake),
             Err(TryRecvError::Closed) => (Err(RecvError), None),
             Err(TryRecvError::Empty) => {
-                let (new_id, added) = st.async_recv.register(*id, waker);
+                let (new_id, added, replaced) = st.async_recv.register(*id, waker);
                 if added {
                     self.receiver_waits(true);
                 }
                 *id = Some(new_id);
+                drop(l);
+                drop(replaced);
                 return Poll::Pending;
             }
         };
         // Done: a registration still waiting leaves (no wake-up was spent on it).
-        if let Some(id) = id.take() {
-            if st.async_recv.remove(id) {
-                self.receiver_waits(false);
-            }
+        let left = id.take().and_then(|id| st.async_recv.remove(id));
+        if left.is_some() {
+            self.receiver_waits(false);
         }
         drop(l);
+        drop(left);
         wake_one(wake);
         Poll::Ready(got)
     }
@@ -242,7 +245,8 @@ impl<T> Chan<T> {
     pub(crate) fn cancel_recv(&self, id: u64) {
         let mut l = self.lock();
         let st = l.st();
-        let wake = if st.async_recv.remove(id) {
+        let left = st.async_recv.remove(id);
+        let wake = if left.is_some() {
             self.receiver_waits(false);
             None
         } else if !st.buf.is_empty() || !st.sendq.is_empty() {
@@ -251,6 +255,7 @@ impl<T> Chan<T> {
             None
         };
         drop(l);
+        drop(left);
         wake_one(wake);
     }
 

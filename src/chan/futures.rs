@@ -38,7 +38,10 @@ impl<T> Receiver<T> {
     ///
     /// Dropping the future before it completes loses no value: a receive
     /// future is woken when something can be received and takes it only
-    /// when polled. [`select!`](crate::select!) is for goroutines and threads;
+    /// when polled. (A pending future that is leaked, `mem::forget`, never
+    /// leaves the channel's list: a wake-up meant for it is lost with it, and
+    /// another receive future may then wait for the next value.) Polling it
+    /// again after it completed panics. [`select!`](crate::select!) is for goroutines and threads;
     /// in async code use the executor's own select (`tokio::select!`,
     /// `futures::select!`) over these futures.
     ///
@@ -52,10 +55,13 @@ impl<T> Receiver<T> {
     /// # Errors
     /// [`RecvError`] once the channel is closed and drained.
     pub fn recv_async(&self) -> RecvFut<'_, T> {
-        RecvFut(RecvWait {
-            chan: &self.chan,
-            id: None,
-        })
+        RecvFut {
+            wait: RecvWait {
+                chan: &self.chan,
+                id: None,
+            },
+            done: false,
+        }
     }
 
     /// The received values as a [`Stream`], which ends once the channel is
@@ -143,12 +149,18 @@ impl<T> Drop for RecvWait<'_, T> {
 
 /// The future of [`Receiver::recv_async`].
 #[must_use = "futures do nothing unless polled"]
-pub struct RecvFut<'a, T>(RecvWait<'a, T>);
+pub struct RecvFut<'a, T> {
+    wait: RecvWait<'a, T>,
+    done: bool,
+}
 
 impl<T> Future for RecvFut<'_, T> {
     type Output = Result<T, RecvError>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.0.poll(cx)
+        assert!(!self.done, "a recv_async future polled after it completed");
+        let r = self.wait.poll(cx);
+        self.done = r.is_ready();
+        r
     }
 }
 
@@ -184,6 +196,10 @@ enum SendState<T> {
 // (`waitq.rs`), and by this future only under that lock or once it is out of
 // the queue.
 unsafe impl<T: Send> Send for SendFut<'_, T> {}
+
+// SAFETY: no method reads the future through `&self`: sharing a reference to
+// it shares nothing.
+unsafe impl<T: Send> Sync for SendFut<'_, T> {}
 
 // The value is never pinned (it is moved, never polled), so the future may
 // move whatever T is.

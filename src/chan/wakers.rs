@@ -31,8 +31,10 @@ impl AsyncReceivers {
 
     /// Registers the future whose registration is `id` with `waker`: refreshes
     /// its waker if it is still waiting, else queues it anew (at the back).
-    /// Returns its registration and whether it was queued anew.
-    pub(crate) fn register(&mut self, id: Option<u64>, waker: &Waker) -> (u64, bool) {
+    /// Returns its registration, whether it was queued anew, and the waker it
+    /// replaced (for the caller to drop once the channel's lock is released:
+    /// a waker's drop may run any code, even this channel's).
+    pub(crate) fn register(&mut self, id: Option<u64>, waker: &Waker) -> (u64, bool, Option<Waker>) {
         let r = self.0.get_or_insert_with(|| {
             Box::new(Registry {
                 waiting: BTreeMap::new(),
@@ -40,20 +42,19 @@ impl AsyncReceivers {
             })
         });
         if let Some(w) = id.and_then(|id| r.waiting.get_mut(&id)) {
-            if !w.will_wake(waker) {
-                w.clone_from(waker);
-            }
-            return (id.expect("found by id"), false);
+            let replaced = (!w.will_wake(waker)).then(|| std::mem::replace(w, waker.clone()));
+            return (id.expect("found by id"), false, replaced);
         }
         let id = r.next_id;
         r.next_id += 1;
         r.waiting.insert(id, waker.clone());
-        (id, true)
+        (id, true, None)
     }
 
-    /// Takes the future `id` out; false if it was not waiting (already woken).
-    pub(crate) fn remove(&mut self, id: u64) -> bool {
-        self.0.as_mut().is_some_and(|r| r.waiting.remove(&id).is_some())
+    /// Takes the future `id` out, with its waker (to drop once the channel's
+    /// lock is released); `None` if it was not waiting (already woken).
+    pub(crate) fn remove(&mut self, id: u64) -> Option<Waker> {
+        self.0.as_mut().and_then(|r| r.waiting.remove(&id))
     }
 
     /// Takes the oldest waiting future out, to be woken. Inlined down to a

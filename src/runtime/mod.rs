@@ -170,6 +170,8 @@ pub(crate) mod wait;
 /// of the runtime is visible outside `runtime/`.
 pub(crate) mod exports {
     pub(crate) use super::boot::started;
+    #[cfg(feature = "tokio")]
+    pub(crate) use super::monitor::panics::quietly;
     pub use super::proc::m::current;
     pub(crate) use super::proc::m::current_map;
     pub use super::queue::runq::{RunQueue, RING_CAP};

@@ -298,3 +298,54 @@ fn the_poll_s_waker_may_be_used_by_threads_the_poll_joins() {
     });
     assert_eq!(goro::go!(move || goro::block_on(f)).join().unwrap(), 101);
 }
+
+/// Pending, waking itself at once (async code's "yield"), until `flag` is set.
+struct SelfWaking {
+    flag: Arc<std::sync::atomic::AtomicBool>,
+    polls: usize,
+}
+
+impl Future for SelfWaking {
+    type Output = usize;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        self.polls += 1;
+        if self.flag.load(Ordering::Acquire) {
+            return Poll::Ready(self.polls);
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[test]
+fn a_future_that_wakes_itself_lets_the_others_on_its_p_run() {
+    if crate::common::is_child() {
+        // One P: the goroutine that sets the flag runs only if the polling one
+        // gives the P up between polls, as an executor requeues a woken task.
+        let polls = goro::go!(|| {
+            let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let set = flag.clone();
+            goro::go!(move || set.store(true, Ordering::Release));
+            goro::block_on(SelfWaking { flag, polls: 0 })
+        })
+        .join()
+        .unwrap();
+        println!("\npolls {polls}");
+        return;
+    }
+    let out = crate::common::run_child_in(
+        module_path!(),
+        "a_future_that_wakes_itself_lets_the_others_on_its_p_run",
+        &[("GOMAXPROCS", "1")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let polls: usize = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("polls "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    // Two polls when the P is handed over at the first wake; a poll loop that
+    // kept the P would spin until sysmon's retake (hundreds of thousands).
+    assert!(polls <= 16, "{polls} polls before the flag's goroutine ran");
+}

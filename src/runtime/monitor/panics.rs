@@ -31,11 +31,38 @@ const CAPTURE_ROOM: usize = 8 << 10;
 pub(crate) fn install_hook() {
     let previous = panic::take_hook();
     panic::set_hook(Box::new(move |info| {
+        if quiet_here() {
+            return;
+        }
         match current_g().or_else(|| current_m().and_then(|m| m.syscallg())) {
             Some(g) => report(g, info),
             None => previous(info),
         }
     }));
+}
+
+std::thread_local! {
+    /// This thread runs a probe whose panic is an answer, not a report.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread's panics are silenced ([`quietly`]). Never inlined,
+/// like every thread-local reader the runtime has.
+#[inline(never)]
+fn quiet_here() -> bool {
+    QUIET.with(std::cell::Cell::get)
+}
+
+/// Runs `f`, catching its panic without the hook printing it: for a call
+/// whose panic only answers a question (is this thread inside a Tokio
+/// runtime?). The caller has started the runtime, so the hook is goro's.
+#[cfg(feature = "tokio")]
+#[inline(never)]
+pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    QUIET.with(|q| q.set(true));
+    let r = panic::catch_unwind(panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(false));
+    r
 }
 
 /// What `RUST_BACKTRACE` asks for (read once, as std does).
