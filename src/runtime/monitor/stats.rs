@@ -6,6 +6,8 @@
 //! G that was counted as finished but not yet as spawned.
 
 use crate::runtime::proc::state::Sched;
+use crate::runtime::task::g::swap::{HELD_BYTES, SWAPPED_IN};
+use crate::runtime::task::swapper::SWAPPED_OUT;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// A snapshot of the runtime's counters, returned by [`stats`](fn@crate::runtime::stats).
@@ -57,6 +59,13 @@ pub struct Stats {
     /// sync client library) for as long: its thread used under a tenth of
     /// that time on the CPU. `GODEBUG=blockwarn=1` names each one.
     pub blocking_retakes: u64,
+    /// Parked goroutines' stacks swapped out (`Config::swap_idle_after`).
+    pub stacks_swapped_out: u64,
+    /// Swapped-out stacks copied back (their goroutine woke, or a dump
+    /// looked at it).
+    pub stacks_swapped_in: u64,
+    /// Gauge: bytes of swapped-out stacks' live parts held on the heap.
+    pub swapped_bytes: u64,
     /// Per-P figures, indexed by P id.
     pub procs: Vec<ProcStats>,
 }
@@ -115,5 +124,8 @@ pub(crate) fn collect(s: &Sched) -> Stats {
     st.syscall_handoffs = s.counters.syscall_handoffs.load(Relaxed);
     st.preempt_retakes = s.counters.preempt_retakes.load(Relaxed);
     st.blocking_retakes = s.counters.blocking_retakes.load(Relaxed);
+    st.stacks_swapped_out = SWAPPED_OUT.load(Relaxed);
+    st.stacks_swapped_in = SWAPPED_IN.load(Relaxed);
+    st.swapped_bytes = HELD_BYTES.load(Relaxed);
     st
 }

@@ -43,6 +43,9 @@
 //! - **idle stacks**: runs the stack scavenger (`scavenge.rs`), which gives
 //!   back the memory of free stacks that sat unused for a whole second, a chunk
 //!   per look;
+//! - **idle goroutines' stacks**: runs the swapper (`task/swapper.rs`), which
+//!   swaps out the stacks of goroutines parked longer than
+//!   `Config::swap_idle_after`, a chunk of headers per look;
 //! - **idle heap**: once every P has idled for a second after Gs ran, asks
 //!   glibc's malloc to give its free memory back (`heap_trim.rs`), at most
 //!   every 5 s;
@@ -54,7 +57,8 @@
 //! When every P is idle there is nothing to watch: it sleeps until an M takes a P
 //! ([`SysmonLink::p_acquired`](crate::runtime::proc::observers::SysmonLink::p_acquired)), waking only to retire idle Ms, for a timer
 //! that no M watches (Go's "deep sleep", which also ends at the next timer),
-//! for the scavenger while free stacks may still hold pages, and once for the
+//! for the scavenger while free stacks may still hold pages, for the swapper
+//! when a parked goroutine it saw comes due, and once for the
 //! heap trim after Gs ran.
 //! It then goes on at the pace it had, so a workload whose Ps all idle between
 //! bursts does not restart the 20 µs pace at every burst
@@ -82,6 +86,7 @@ use crate::runtime::sched::ownership::try_take_running;
 use crate::runtime::sched::schedule::TIME_SLICE_NS;
 use crate::runtime::sys::trace_buf::Kind;
 use crate::runtime::task::scavenge::Scavenger;
+use crate::runtime::task::swapper::Swapper;
 use std::io::Write as _;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -170,6 +175,7 @@ fn run(s: &'static Sched) -> ! {
     // This look came early, only for the network's 1 ms rule.
     let mut early_for_network = false;
     let mut scavenger = Scavenger::new(s.nanotime());
+    let mut swapper = Swapper::new(s.config.swap_after_ms);
     let mut heap_trim = HeapTrim::new(!s.godebug.no_heap_trim);
     loop {
         let now = s.nanotime();
@@ -183,6 +189,7 @@ fn run(s: &'static Sched) -> ! {
         let acted = looked.taken > 0;
         retire_idle_ms(s);
         let scavenge_due = scavenger.look(&s.stacks, now);
+        let swap_due = swapper.look(now);
         let trim_due = heap_trim.look(s, now);
         if trace_ns > 0 && now >= next_trace {
             let report = super::schedtrace::render(s);
@@ -206,6 +213,7 @@ fn run(s: &'static Sched) -> ! {
             .min(netpoll_due)
             .min(timer_due)
             .min(scavenge_due)
+            .min(swap_due)
             .min(trim_due);
         let due = Duration::from_nanos(due.saturating_sub(now));
         let mut sleep = delay.min(due.max(MIN_DELAY));
@@ -218,7 +226,7 @@ fn run(s: &'static Sched) -> ! {
         // after every request, and the next request's M would have to wake it
         // on its way to the G (`p_acquired`), which costs that request CPU and
         // latency (`tests/net_sparse_wakeups.rs`).
-        if trace_ns == 0 && !early_for_network && deep_sleep(s, timer_due, &scavenger, &mut heap_trim) {
+        if trace_ns == 0 && !early_for_network && deep_sleep(s, timer_due, &scavenger, &mut swapper, &mut heap_trim) {
             // Every P idled: whoever holds one now starts a fresh count (a G back
             // from a blocking call may hold it without a switch to show for it).
             let now = s.nanotime();
@@ -243,20 +251,30 @@ fn run(s: &'static Sched) -> ! {
 /// scavenger's and the heap trim's next looks. Those are read after every P
 /// was seen idle, so they count the stacks the last running G gave back and
 /// the work it did.
-fn deep_sleep(s: &Sched, timer_due: u64, scavenger: &Scavenger, heap_trim: &mut HeapTrim) -> bool {
+fn deep_sleep(
+    s: &Sched,
+    timer_due: u64,
+    scavenger: &Scavenger,
+    swapper: &mut Swapper,
+    heap_trim: &mut HeapTrim,
+) -> bool {
     let all_idle = || s.idle.npidle() as usize == s.gomaxprocs();
     if !all_idle() {
+        swapper.all_idle(false, 0);
         return false;
     }
     s.sysmon.deep.store(true, Ordering::SeqCst);
     if !all_idle() {
         s.sysmon.deep.store(false, Ordering::SeqCst);
+        swapper.all_idle(false, 0);
         return false;
     }
+    swapper.all_idle(true, s.nanotime());
     let mut limit = (s.idle.nmidle() > 0).then_some(M_IDLE_RETIRE);
     let now = s.nanotime();
     let due = timer_due
         .min(scavenger.next_look(&s.stacks, now))
+        .min(swapper.next_look(now))
         .min(heap_trim.next_look(s, now));
     if due != u64::MAX {
         let to_due = Duration::from_nanos(due.saturating_sub(s.nanotime()));

@@ -35,7 +35,11 @@ pub struct Config {
     procs: Option<usize>,
     stack_size: Option<usize>,
     pin_threads: bool,
+    swap_idle_after: Option<Option<std::time::Duration>>,
 }
+
+/// How long a goroutine parks before its stack is swapped out, by default.
+pub(crate) const DEFAULT_SWAP_IDLE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The error of [`Config::init`] when the runtime was already running.
 ///
@@ -114,13 +118,39 @@ impl Config {
         self
     }
 
+    /// Swaps out the stack of a goroutine parked longer than `after` (default
+    /// 1 s; `None` turns it off): the live part of its stack (usually under
+    /// 1 KiB) is copied to the heap and its pages go back to the kernel, to be
+    /// copied back to the same addresses before it next runs (a few µs, paid
+    /// only by goroutines that slept that long). Applies to goroutines parked
+    /// in `time::sleep`, `join` and `select!` with no cases, whose waits keep
+    /// nothing on their stack. Rounded to whole milliseconds.
+    ///
+    /// A thread that borrows a goroutine's locals (a `crossbeam::scope`
+    /// thread) must be done with them before the goroutine waits that long:
+    /// its accesses to a swapped-out stack would be lost, and the process
+    /// stops with a fatal error when the goroutine comes back in (SAFETY.md).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// goro::runtime::Config::new().swap_idle_after(Some(Duration::from_millis(200))).init().unwrap();
+    /// assert_eq!(goro::go!(|| goro::time::sleep(Duration::from_millis(1))).join().unwrap(), ());
+    /// ```
+    pub fn swap_idle_after(mut self, after: Option<std::time::Duration>) -> Self {
+        self.swap_idle_after = Some(after);
+        self
+    }
+
     pub(crate) fn resolve(&self) -> Resolved {
         let procs = self.procs.unwrap_or_else(procs_from_env).min(MAX_PROCS);
         let stack_size = crate::runtime::task::stack::round_size(self.stack_size.unwrap_or(DEFAULT_STACK_SIZE));
+        let swap_after = self.swap_idle_after.unwrap_or(Some(DEFAULT_SWAP_IDLE_AFTER));
         Resolved {
             procs,
             stack_size,
             pin_threads: self.pin_threads,
+            // At least 1 ms when on: 0 means off.
+            swap_after_ms: swap_after.map_or(0, |d| (d.as_millis() as u64).max(1)),
         }
     }
 }
@@ -207,6 +237,8 @@ pub(crate) struct Resolved {
     pub(crate) procs: usize,
     pub(crate) stack_size: usize,
     pub(crate) pin_threads: bool,
+    /// [`Config::swap_idle_after`] in ms; 0: off.
+    pub(crate) swap_after_ms: u64,
 }
 
 fn ncpu() -> usize {

@@ -249,18 +249,18 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
                     wakep_global();
                 }
                 Switch::Park(unlock) => {
-                    // Off its stack and its coroutine stored: a dump may inspect it
-                    // from here (`G::inspect`), before any waker can ready it.
-                    g.set_off_cpu(true);
                     if tracing::on() {
                         tracing::stopped(m, g, Stop::Park);
                     }
                     // The G committed to Waiting before switching; only now may its
                     // waiter's lock be released (the one parking protocol, park.rs).
+                    // `take` copies the value out, marks the G off its stack (a
+                    // dump may inspect it from there, `G::inspect`, before any
+                    // waker can ready it), then drops the value.
                     // SAFETY: `data` is the parked G's unlock value, intact until
                     // someone readies the G, which needs the lock this releases;
-                    // `take` copies it out before dropping, and runs once.
-                    unsafe { (unlock.take)(unlock.data) };
+                    // `take` runs once.
+                    unsafe { (unlock.take)(unlock.data, &g) };
                 }
                 Switch::None => unreachable!("goro: G switched out without a reason"),
             }

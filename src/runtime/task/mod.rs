@@ -11,3 +11,4 @@ pub(in crate::runtime) mod locals;
 pub(in crate::runtime) mod scavenge;
 pub(in crate::runtime) mod stack;
 pub(in crate::runtime) mod stack_pool;
+pub(in crate::runtime) mod swapper;

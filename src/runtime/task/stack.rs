@@ -143,3 +143,32 @@ fn install_guard(addr: usize, page: usize) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// Gives the pages of `[lo, hi)` (page-aligned, inside stack slabs) back to
+/// the kernel: their next touch maps a fresh zero page. Guard markers stay
+/// (`MADV_DONTNEED` leaves them), so one call may span several stacks of a
+/// slab, guard pages and all.
+pub(crate) fn release_pages(lo: usize, hi: usize) -> io::Result<()> {
+    // SAFETY: the range lies in slabs this module mapped, whose contents the
+    // caller no longer needs (a swapped-out stack, copied to the heap).
+    let r = unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_DONTNEED) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether any page of `[lo, hi)` (inside a stack slab) is mapped: read or
+/// written since [`release_pages`] released it. `false` if the kernel cannot
+/// say.
+pub(crate) fn any_resident(lo: usize, hi: usize) -> bool {
+    let page = page_size();
+    let lo = lo / page * page;
+    let mut vec = [0u8; 64];
+    let pages = (hi - lo).div_ceil(page).min(vec.len());
+    // SAFETY: `lo` is page-aligned inside a mapping; `vec` has room for one
+    // byte per page of the (clamped) length.
+    let r = unsafe { libc::mincore(lo as *mut libc::c_void, pages * page, vec.as_mut_ptr()) };
+    r == 0 && vec[..pages].iter().any(|b| b & 1 != 0)
+}

@@ -37,7 +37,7 @@ use crate::runtime::sched::switch::switch_out;
 use crate::runtime::sched::timers::add_timer_parked;
 #[cfg(loom)]
 use crate::runtime::sys::sync_prims::lot;
-use crate::runtime::task::g::{GRef, Status, Switch, Unlock};
+use crate::runtime::task::g::{GRef, Status, Switch, Unlock, G};
 use crate::runtime::task::ids::WaitReason;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
@@ -187,10 +187,15 @@ fn park_g<U>(g: GRef, reason: WaitReason, unlock: U) {
     // on its own stack; here it must then never be dropped again.
     let mut unlock = ManuallyDrop::new(unlock);
     /// # Safety
-    /// `p` points to a live `U` that is never used again by its owner.
-    unsafe fn take<U>(p: *mut ()) {
+    /// `p` points to a live `U` that is never used again by its owner, `g`.
+    unsafe fn take<U>(p: *mut (), g: &G) {
         // SAFETY: the caller's contract; the read moves the value out.
-        drop(unsafe { std::ptr::read(p.cast::<U>()) });
+        let unlock = unsafe { std::ptr::read(p.cast::<U>()) };
+        // Nothing of the G's frames is read any more: a dump may inspect it,
+        // and its stack may be swapped out, from here on; no waker can ready
+        // it before `unlock` drops.
+        g.set_off_cpu(true);
+        drop(unlock);
     }
     let release = Unlock {
         take: take::<U>,

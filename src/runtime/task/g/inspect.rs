@@ -6,7 +6,7 @@
 //! it. Thread: any (the dumping thread); the G is owned by it only while
 //! pinned.
 
-use super::{Status, G, SCAN};
+use super::{swap, Status, G};
 use crate::runtime::sys::frames::{capture_below, Captured};
 use crate::runtime::task::ids::WaitReason;
 use corosensei::CoroutineResult;
@@ -60,11 +60,7 @@ pub(crate) fn snapshot(g: &G) -> Option<Snapshot> {
 /// not parked and off its stack, is no longer goroutine `id`, or has too
 /// little stack left for the capture.
 pub(crate) fn inspect(g: &G, id: u64) -> Option<Captured> {
-    let waiting = Status::Waiting as u8;
-    if g.status
-        .compare_exchange(waiting, waiting | SCAN, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
+    if !swap::pin_parked(g) {
         return None;
     }
     // `off_cpu` first: its Acquire makes this park's `resume_sp` visible.
@@ -75,7 +71,10 @@ pub(crate) fn inspect(g: &G, id: u64) -> Option<Captured> {
         // and pinned by SCAN: no M may resume it until we clear the bit, so
         // this thread owns it.
         let ctx = unsafe { g.ctx() };
-        ctx.coroutine.take().and_then(|mut co| {
+        // A swapped-out stack comes back for the capture, and goes out again.
+        // SAFETY: as above.
+        let was_out = unsafe { swap::take_swapped(g) } > 0;
+        let captured = ctx.coroutine.take().and_then(|mut co| {
             ctx.inspecting = true;
             let result = co.resume(());
             // SAFETY: the G suspended again (below), so we own it again.
@@ -84,11 +83,15 @@ pub(crate) fn inspect(g: &G, id: u64) -> Option<Captured> {
             debug_assert!(matches!(result, CoroutineResult::Yield(())));
             ctx.coroutine = Some(co);
             ctx.inspected.take()
-        })
+        });
+        if was_out {
+            swap::swap_out_pinned(g);
+        }
+        captured
     } else {
         None
     };
-    g.status.store(waiting, Ordering::Release);
+    swap::unpin(g);
     captured
 }
 

@@ -47,6 +47,7 @@ use std::sync::Mutex;
 use super::ids::WaitReason;
 
 mod inspect;
+pub(crate) mod swap;
 pub(crate) use inspect::{inspect, snapshot, Snapshot};
 
 /// A G's status, numbered as Go's `_Grunnable`... so `scheddetail` prints the same
@@ -101,10 +102,10 @@ pub(crate) enum Switch {
 }
 
 /// A parked G's "unlock" value: `data` points to a `U` in the G's frame, `take`
-/// reads it out and drops it (`park::park_g`).
+/// reads it out, marks the G off its stack and drops it (`park::park_g`).
 #[derive(Clone, Copy)]
 pub(crate) struct Unlock {
-    pub(crate) take: unsafe fn(*mut ()),
+    pub(crate) take: unsafe fn(*mut (), &G),
     pub(crate) data: *mut (),
 }
 
@@ -129,6 +130,8 @@ pub(crate) struct Context {
     inspecting: bool,
     /// What that recorded.
     inspected: Option<Captured>,
+    /// The live part of its stack while swapped out (`swap.rs`).
+    swapped: Option<swap::Swapped>,
 }
 
 /// A goroutine header. See the module docs for who may touch what.
@@ -160,6 +163,8 @@ pub(crate) struct G {
     off_cpu: AtomicBool,
     /// When it last parked, on the coarse clock ([`coarse_now_ms`]).
     wait_since: AtomicU64,
+    /// Its stack is swapped out: a hint for the swapper's sweep (`swap.rs`).
+    out: AtomicBool,
     /// Who made it, for dumps: see [`CREATOR_THREAD_BIT`]. Written by `init`.
     creator: AtomicU64,
     /// Where it was spawned (`go!`'s call site). Written by `init`.
@@ -188,6 +193,15 @@ static ALL_GS: Mutex<Vec<GRef>> = Mutex::new(Vec::new());
 /// Every G header so far, in allocation order ([`ALL_GS`]).
 pub(crate) fn all_gs() -> Vec<GRef> {
     ALL_GS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Appends to `out` up to `n` G headers from index `from` of [`ALL_GS`]
+/// (a sweep's chunk, without copying the whole list); returns how many
+/// headers there are.
+pub(crate) fn gs_from(from: usize, n: usize, out: &mut Vec<GRef>) -> usize {
+    let all = ALL_GS.lock().unwrap_or_else(|e| e.into_inner());
+    out.extend(all.iter().skip(from).take(n));
+    all.len()
 }
 
 /// Who spawned a G, packed in one word: a G id, or a plain thread's token with
@@ -229,6 +243,7 @@ impl G {
             lockedm: AtomicPtr::new(std::ptr::null_mut()),
             off_cpu: AtomicBool::new(false),
             wait_since: AtomicU64::new(0),
+            out: AtomicBool::new(false),
             creator: AtomicU64::new(0),
             created_at: Cell::new(Location::caller()),
             name: UnsafeCell::new(None),
@@ -242,6 +257,7 @@ impl G {
                 lock_count: 0,
                 locals: LocalMap::default(),
                 inspecting: false,
+                swapped: None,
                 inspected: None,
             }),
         });
@@ -421,6 +437,11 @@ impl G {
         self.off_cpu.store(v, Ordering::Release);
     }
 
+    /// When it last parked, on the coarse clock (ms).
+    pub(crate) fn wait_since_ms(&self) -> u64 {
+        self.wait_since.load(Ordering::Relaxed)
+    }
+
     /// Records the park's start on the coarse clock (the G, as it parks).
     pub(crate) fn mark_wait_start(&self) {
         self.wait_since.store(coarse_now_ms(), Ordering::Relaxed);
@@ -539,6 +560,8 @@ impl G {
                 })
             }
         };
+        // SAFETY: we own the G, which is not running (caller's contract).
+        unsafe { swap::take_swapped(self) };
         let result = co.resume(());
         // SAFETY: the G has switched out or finished: we own it again.
         let ctx = unsafe { self.ctx() };
@@ -580,9 +603,6 @@ impl G {
         // SAFETY: the running G owns itself (caller's contract).
         let ctx = unsafe { self.ctx() };
         ctx.switch = switch;
-        let here = 0u8;
-        self.resume_sp
-            .store(std::ptr::addr_of!(here) as usize, Ordering::Relaxed);
         let yielder = ctx.yielder;
         if yielder.is_null() {
             no_coroutine(self.id());
@@ -590,7 +610,7 @@ impl G {
         loop {
             // SAFETY: the yielder lives at the base of this coroutine's stack for as
             // long as the coroutine runs, and we are running on it.
-            unsafe { (*yielder).suspend(()) };
+            unsafe { swap::suspend_here(&self.resume_sp, yielder) };
             // SAFETY: resumed, so this G owns itself again.
             if !unsafe { self.ctx() }.inspecting {
                 return;

@@ -1,0 +1,266 @@
+//! Swapping a parked G's stack out: the live part of its stack (from just
+//! below where it suspended to the top) copied into a heap buffer sized to
+//! it, so that its pages can go back to the kernel (`MADV_DONTNEED`, by the
+//! caller: `task::swapper` batches them); and copied back to the same
+//! addresses before the G next runs, so every pointer into the stack stays
+//! valid (docs/decisions/0037-swapping-idle-stacks.md).
+//!
+//! # Who may touch what
+//! - A G's stack is swapped out only while it is pinned ([`pin_parked`]:
+//!   `SCAN` in its `Waiting` status, as a dump's inspection pins it), off its
+//!   stack and parked in a wait whose records all live off its stack
+//!   ([`WaitReason::records_off_stack`]): no waker reads or writes the stack,
+//!   and no `ready` can hand the G to an M until the pin is released.
+//! - The copy ([`Swapped`]) is kept in the G's owner-only context. The
+//!   swapper stores it before unpinning (`Release`); the waker's status CAS
+//!   (`Acquire`, `G::cas_status`) and the run queue's hand-over order that
+//!   store before the resuming M's [`take_swapped`], which copies the bytes
+//!   back before the coroutine resumes.
+//! - `out` is a hint for the swapper's sweep (which G to skip without
+//!   pinning it): written by the owner beside the context's copy, read by
+//!   anyone.
+//!
+//! # How far below the suspend point
+//! A G records an address in [`suspend_here`]'s frame as it suspends
+//! (`resume_sp`); corosensei's switch then writes a few words below it. The
+//! distance, fixed by the code of that one function and corosensei's, is
+//! measured once per process on a probe coroutine ([`suspend_margin`]), so
+//! the copy starts below everything the suspended G's resume will read.
+
+use super::{Status, G, SCAN};
+use crate::runtime::task::ids::WaitReason;
+use crate::runtime::task::stack::{any_resident, release_pages};
+use corosensei::stack::{DefaultStack, Stack};
+use corosensei::{Coroutine, Yielder};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// The live part of a swapped-out stack: where it goes back, and its bytes.
+pub(crate) struct Swapped {
+    lo: usize,
+    bytes: Box<[u8]>,
+}
+
+impl Swapped {
+    /// Bytes kept on the heap.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Copies the bytes back where they were.
+    ///
+    /// # Safety
+    /// The caller owns the G this came from, whose stack still holds
+    /// `[lo, lo + len)` and is not running.
+    unsafe fn restore(self) {
+        // SAFETY: the caller's contract: the range is this G's stack, which
+        // nothing else touches while it is owned and not running.
+        unsafe { std::ptr::copy_nonoverlapping(self.bytes.as_ptr(), self.lo as *mut u8, self.bytes.len()) };
+    }
+}
+
+/// Suspends through `yielder`, first recording in `resume_sp` an address in
+/// this frame. Never inlined: the distance from that address down to the
+/// lowest byte the suspension writes is then one fixed figure
+/// ([`suspend_margin`]).
+///
+/// # Safety
+/// `yielder` is the running coroutine's own.
+#[inline(never)]
+pub(super) unsafe fn suspend_here(resume_sp: &AtomicUsize, yielder: *const Yielder<(), ()>) {
+    let here = std::hint::black_box(0u8);
+    resume_sp.store(std::ptr::addr_of!(here) as usize, Ordering::Relaxed);
+    // SAFETY: the caller's contract.
+    unsafe { (*yielder).suspend(()) };
+    std::hint::black_box(&here);
+}
+
+/// How many bytes below `resume_sp` a suspended G's stack is live, rounded up
+/// with room to spare; measured once per process ([`measure_margin`]).
+pub(crate) fn suspend_margin() -> usize {
+    static MARGIN: OnceLock<usize> = OnceLock::new();
+    *MARGIN.get_or_init(|| {
+        let measured = measure_margin(0xa5).max(measure_margin(0x5a));
+        (measured + 128).next_multiple_of(64)
+    })
+}
+
+/// Fills a probe coroutine's stack with `pattern`, suspends it through
+/// [`suspend_here`], and returns how far below the recorded address the
+/// lowest byte it wrote lies. Two patterns are measured, so a written byte
+/// equal to one of them cannot hide the lowest write.
+fn measure_margin(pattern: u8) -> usize {
+    let stack = DefaultStack::new(64 << 10).expect("goro: cannot map a probe stack");
+    // `limit` counts the probe stack's guard page, which is one page.
+    let (lo, hi) = (
+        stack.limit().get() + crate::runtime::task::stack::page_size(),
+        stack.base().get(),
+    );
+    // SAFETY: `[lo, hi)` is the probe stack's usable range, mapped, writable
+    // and used by nothing yet.
+    unsafe { std::ptr::write_bytes(lo as *mut u8, pattern, hi - lo) };
+    let here = Arc::new(AtomicUsize::new(0));
+    let recorded = here.clone();
+    let mut co = Coroutine::<(), (), (), DefaultStack>::with_stack(stack, move |y: &Yielder<(), ()>, ()| {
+        // SAFETY: `y` is this coroutine's own yielder.
+        unsafe { suspend_here(&recorded, y) };
+    });
+    co.resume(());
+    // SAFETY: the coroutine is suspended: nothing writes its stack while we read.
+    let lowest = (lo..hi)
+        .find(|&a| unsafe { *(a as *const u8) } != pattern)
+        .expect("the probe wrote its stack");
+    co.resume(());
+    here.load(Ordering::Relaxed) - lowest
+}
+
+/// Stacks swapped back in since the process started.
+pub(crate) static SWAPPED_IN: AtomicU64 = AtomicU64::new(0);
+/// Gauge: bytes of swapped-out stacks held on the heap.
+pub(crate) static HELD_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// A sweep's cheap look, without pinning: whether `g` is parked, not yet
+/// swapped out, in a wait that keeps nothing on its stack. Any answer may
+/// be stale; [`swappable`] decides under the pin.
+pub(crate) fn parked_off_stack_hint(g: &G) -> bool {
+    !g.out.load(Ordering::Relaxed)
+        && g.status.load(Ordering::Relaxed) == Status::Waiting as u8
+        && g.wait_reason().records_off_stack()
+}
+
+/// Pins a `Waiting` G (`SCAN` in its status) so no `ready` can run it, if it
+/// is one. The caller then owns the G until [`unpin`]; the G may still be on
+/// its stack (`off_cpu` says).
+pub(crate) fn pin_parked(g: &G) -> bool {
+    let waiting = Status::Waiting as u8;
+    g.status
+        .compare_exchange(waiting, waiting | SCAN, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+}
+
+/// Releases a [`pin_parked`] pin: what the pinning thread did to the G
+/// happens-before whatever its waker does next (`Release`).
+pub(crate) fn unpin(g: &G) {
+    g.status.store(Status::Waiting as u8, Ordering::Release);
+}
+
+/// The stack of a G pinned by [`pin_parked`] that may be swapped out now:
+/// `[bottom, top)` of its whole usable range, to give back to the kernel once
+/// [`swap_out`] has copied its live part. `None` if it is still on its
+/// stack, already out, or parked in a wait whose records live on its stack.
+pub(crate) fn swappable(g: &G) -> Option<(usize, usize)> {
+    // `off_cpu` first: its Acquire makes this park's `resume_sp` visible.
+    if !g.off_cpu.load(Ordering::Acquire) || !g.wait_reason().records_off_stack() {
+        return None;
+    }
+    // SAFETY: pinned (the caller's contract) and off its stack: we own it.
+    let ctx = unsafe { g.ctx() };
+    if ctx.swapped.is_some() || ctx.coroutine.is_none() || ctx.inspecting {
+        return None;
+    }
+    let bottom = g.guard.get().1;
+    Some((bottom, bottom + g.stack_size()))
+}
+
+/// Copies the live part of a pinned G's stack (one [`swappable`] said yes
+/// to) into the heap and keeps it in the G's context, to be copied back
+/// before it runs. Returns the bytes kept. The caller then releases the
+/// stack's pages and unpins the G.
+pub(crate) fn swap_out(g: &G) -> usize {
+    let bottom = g.guard.get().1;
+    let top = bottom + g.stack_size();
+    let sp = g.resume_sp.load(Ordering::Relaxed);
+    let lo = sp.saturating_sub(suspend_margin()).max(bottom) & !15;
+    // SAFETY: `[lo, top)` lies in the G's mapped stack; the G is pinned and
+    // off its stack, so nothing writes it while we read.
+    let bytes: Box<[u8]> = unsafe { std::slice::from_raw_parts(lo as *const u8, top - lo) }.into();
+    let len = bytes.len();
+    // SAFETY: pinned and off its stack (the caller's contract): we own it.
+    unsafe { g.ctx() }.swapped = Some(Swapped { lo, bytes });
+    g.out.store(true, Ordering::Relaxed);
+    HELD_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+    len
+}
+
+/// Swaps a pinned G's stack out at once, its pages released on their own:
+/// for a dump that brought it in for a capture (`inspect::inspect`).
+pub(super) fn swap_out_pinned(g: &G) {
+    if let Some((bottom, top)) = swappable(g) {
+        swap_out(g);
+        // A failed release leaves the pages resident: the copy stays right.
+        let _ = release_pages(bottom, top);
+    }
+}
+
+/// The owner of a G about to run it (or to inspect it): copies a swapped-out
+/// stack back. Returns the bytes copied, 0 if the stack was in.
+///
+/// # Safety
+/// The caller owns the G, which is not running.
+#[inline]
+pub(crate) unsafe fn take_swapped(g: &G) -> usize {
+    // SAFETY: the caller's contract.
+    match unsafe { g.ctx() }.swapped.take() {
+        None => 0,
+        Some(s) => swap_in(g, s),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn swap_in(g: &G, s: Swapped) -> usize {
+    let len = s.len();
+    if any_resident(s.lo, s.lo + len) {
+        touched_while_out(g);
+    }
+    // SAFETY: `take_swapped`'s caller owns the G, whose stack `s` came from.
+    unsafe { s.restore() };
+    g.out.store(false, Ordering::Relaxed);
+    HELD_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
+    SWAPPED_IN.fetch_add(1, Ordering::Relaxed);
+    len
+}
+
+/// Something read or wrote a swapped-out stack: a thread that borrows a
+/// goroutine's locals across a goro wait (SAFETY.md, "Another thread in a
+/// goroutine's stack"). Its writes went to pages the swap-in would
+/// overwrite, and its reads saw zeros: the process stops rather than run
+/// on with that.
+#[cold]
+#[inline(never)]
+fn touched_while_out(g: &G) -> ! {
+    eprintln!(
+        "goro: fatal error: goroutine {}'s stack was touched by another thread while it was swapped out \
+         (parked longer than Config::swap_idle_after); a thread that borrows a goroutine's locals must be \
+         done with them before the goroutine waits, or turn swapping off",
+        g.id()
+    );
+    std::process::abort()
+}
+
+impl WaitReason {
+    /// Whether a G parked for this reason leaves nothing on its stack that
+    /// another thread reads or writes while it waits (its waker holds the
+    /// G's header, a timer or a task block's join slot): such a G's stack
+    /// may be swapped out. Channel, `select`, `sync` and network waits keep
+    /// their sudogs and claims on the stack; a future awaited by `block_on`
+    /// lives there, and may be linked into another thread's wait list
+    /// (Tokio's `Notify` links its pinned futures so).
+    pub(crate) fn records_off_stack(self) -> bool {
+        matches!(
+            self,
+            WaitReason::Sleep | WaitReason::Forever | WaitReason::Join | WaitReason::SelectNoCases
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_margin_covers_the_switch_and_stays_small() {
+        let m = suspend_margin();
+        assert!((128..2048).contains(&m), "{m}");
+    }
+}
