@@ -78,6 +78,7 @@ PLAN=(
   "yield              1    1000000"
   "imbalanced         1,2  1000"
   "parked_rss         2    100000"
+  "idle_rss           2    100000"
   "pingpong           1,2  1000000"
   "buffered           2    4000000"
   "skynet             2    1000000"

@@ -75,6 +75,15 @@ WORKLOADS = {
         "`may::coroutine::sleep`); once all have started, (VmRSS now - VmRSS before "
         "spawning) / N in KiB per task; the process then exits without waiting.",
     ),
+    "idle_rss": (
+        "idle_rss: memory per task idle on a channel",
+        "N tasks each block receiving on a channel of their own (capacity 1: goro "
+        "`chan::bounded(1)`, Go `make(chan uint64, 1)`, Tokio `mpsc::channel(1)`, may's "
+        "unbounded `mpsc::channel()`); once all have started they idle 3 s (past goro's "
+        "default `swap_idle_after` of 1 s, after which their stacks are swapped out), then "
+        "(VmRSS now - VmRSS before spawning) / N in KiB per task, channels included; the "
+        "process then exits without waking them.",
+    ),
     "pingpong": (
         "pingpong: unbuffered channel ping-pong",
         "Two tasks and two channels: A sends i on `ping` and waits to receive it back on "

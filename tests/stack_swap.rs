@@ -16,11 +16,16 @@ const THRESHOLD: Duration = Duration::from_millis(50);
 /// to swap 20,000 stacks out (a few ms), so every one is out before any wakes.
 const NAP: Duration = Duration::from_secs(4);
 
-fn init() {
+/// The tests count swaps and RSS of the whole process: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn init() -> std::sync::MutexGuard<'static, ()> {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let _ = goro::runtime::Config::new()
         .procs(2)
         .swap_idle_after(Some(THRESHOLD))
         .init();
+    one
 }
 
 /// Fills frames with values made from `seed`, sleeps until `wake`, and checks
@@ -50,7 +55,7 @@ fn sleeps_with_locals(seed: u64, wake: Instant, depth: u32) -> u64 {
 
 #[test]
 fn sleeping_goroutines_swap_out_and_wake_with_every_byte() {
-    init();
+    let _one = init();
     let _w = common::watchdog(Duration::from_secs(120));
     let before = goro::runtime::stats();
     let rss_before = common::rss_kib();
@@ -109,7 +114,7 @@ fn sleeping_goroutines_swap_out_and_wake_with_every_byte() {
 #[test]
 fn a_thread_writing_a_swapped_out_stack_stops_the_process() {
     if common::is_child() {
-        init();
+        let _one = init();
         let cell_addr = Arc::new(AtomicU64::new(0));
         let shared = cell_addr.clone();
         let h = goro::go!(move || {
@@ -137,4 +142,80 @@ fn a_thread_writing_a_swapped_out_stack_stops_the_process() {
         stderr.contains("stack was touched by another thread while it was swapped out"),
         "{stderr}"
     );
+}
+
+fn payload(i: usize) -> [u8; 100] {
+    std::array::from_fn(|k| (i.wrapping_mul(31) ^ k.wrapping_mul(7)) as u8)
+}
+
+/// Waits until `n` more stacks than `since` were swapped out.
+fn until_swapped_out(since: u64, n: usize) {
+    while goro::runtime::stats().stacks_swapped_out - since < n as u64 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn values_reach_swapped_out_receivers_and_leave_swapped_out_senders_whole() {
+    let _one = init();
+    let _w = common::watchdog(Duration::from_secs(300));
+    // Release builds take the whole crowd; debug builds' frames are larger.
+    let receivers = if cfg!(debug_assertions) { 20_000 } else { 100_000 };
+    let senders = receivers / 10;
+    let since = goro::runtime::stats().stacks_swapped_out;
+    // Receivers wait with `recv` (their claim on their stack) and with
+    // `recv_timeout` (a claim shared with a timer), each on its own channel.
+    let rx_side: Vec<_> = (0..receivers)
+        .map(|i| {
+            let (tx, rx) = goro::chan::bounded::<[u8; 100]>(0);
+            let h = goro::go!(move || {
+                let got = if i % 2 == 0 {
+                    rx.recv().unwrap()
+                } else {
+                    rx.recv_timeout(Duration::from_secs(600)).unwrap()
+                };
+                assert_eq!(got, payload(i), "receiver {i}");
+            });
+            (tx, h)
+        })
+        .collect();
+    // Senders wait with their value in their sudog.
+    let tx_side: Vec<_> = (0..senders)
+        .map(|i| {
+            let (tx, rx) = goro::chan::bounded::<[u8; 100]>(0);
+            let h = goro::go!(move || tx.send(payload(i)).unwrap());
+            (rx, h)
+        })
+        .collect();
+    until_swapped_out(since, receivers + senders);
+    for (i, (tx, h)) in rx_side.into_iter().enumerate() {
+        tx.send(payload(i)).unwrap();
+        h.join().unwrap();
+    }
+    for (i, (rx, h)) in tx_side.into_iter().enumerate() {
+        assert_eq!(rx.recv().unwrap(), payload(i), "sender {i}");
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn a_swapped_out_recv_timeout_still_times_out_and_sync_waiters_wake() {
+    let _one = init();
+    let _w = common::watchdog(Duration::from_secs(120));
+    let since = goro::runtime::stats().stacks_swapped_out;
+    let (_tx, rx) = goro::chan::bounded::<u8>(0);
+    let timed = goro::go!(move || rx.recv_timeout(Duration::from_millis(1500)));
+    let m = Arc::new(goro::sync::Mutex::new(0u32));
+    let held = m.lock();
+    let waiters: Vec<_> = (0..8)
+        .map(|_| {
+            let m = m.clone();
+            goro::go!(move || *m.lock() += 1)
+        })
+        .collect();
+    until_swapped_out(since, 9);
+    drop(held);
+    waiters.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(*m.lock(), 8);
+    assert!(timed.join().unwrap().is_err(), "the timeout ended the wait");
 }

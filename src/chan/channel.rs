@@ -334,8 +334,8 @@ impl<T> Chan<T> {
             drop(l);
             wake_one(wake);
         });
-        if !block(&sg, unlock, WaitReason::ChanSend, timeout, |sg| {
-            self.lock().st().sendq.remove(sg)
+        if !block(&sg, unlock, WaitReason::ChanSend, timeout, &|f| {
+            f(&mut self.lock().st().sendq)
         }) {
             return Err(SendTimeoutError::Timeout(sg.take().expect("unsent value")));
         }
@@ -371,8 +371,8 @@ impl<T> Chan<T> {
         let sg = Sudog::new(None);
         l.st().recvq.push(&sg);
         self.receiver_waits(true);
-        let received = block(&sg, l, WaitReason::ChanRecv, timeout, |sg| {
-            self.lock().st().recvq.remove(sg)
+        let received = block(&sg, l, WaitReason::ChanRecv, timeout, &|f| {
+            f(&mut self.lock().st().recvq)
         });
         self.receiver_waits(false);
         if !received {

@@ -39,6 +39,7 @@ const (
 	workIters     = 3_000_000        // iterations of work() per imbalanced task
 	parkFor       = 10 * time.Second // how long each parked_rss goroutine sleeps
 	startDeadline = 60 * time.Second // parked_rss: all must have started by then
+	idleFor       = 3 * time.Second  // idle_rss: how long the goroutines idle before the measure
 
 	bufferedCap       = 128 // buffered: channel capacity
 	bufferedProducers = 4
@@ -64,7 +65,7 @@ func defaultN(workload string) (int, bool) {
 		return 1_000_000, true
 	case "imbalanced":
 		return 1_000, true
-	case "parked_rss":
+	case "parked_rss", "idle_rss":
 		return 100_000, true
 	case "work_unit":
 		return 50, true
@@ -147,6 +148,8 @@ func main() {
 		f = imbalanced
 	case "parked_rss":
 		f = parkedRSS
+	case "idle_rss":
+		f = idleRSS
 	case "work_unit":
 		f = workUnit
 	case "pingpong":
@@ -282,6 +285,34 @@ func parkedRSS(n int) (float64, string) {
 		time.Sleep(time.Millisecond)
 	}
 	after := vmRSSKiB()
+	return float64(after-before) / float64(n), "KiB"
+}
+
+// idleRSS: n goroutines, each blocked receiving on a channel of its own
+// (capacity 1, as workloads.rs), idle for idleFor once all have started;
+// KiB of RSS growth per goroutine, channels included.
+func idleRSS(n int) (float64, string) {
+	before := vmRSSKiB()
+	var started atomic.Int64
+	chans := make([]chan uint64, n)
+	for i := range chans {
+		ch := make(chan uint64, 1)
+		chans[i] = ch
+		go func() {
+			started.Add(1)
+			<-ch
+		}()
+	}
+	t := time.Now()
+	for started.Load() < int64(n) {
+		if time.Since(t) > startDeadline {
+			fail(fmt.Sprintf("only %d/%d goroutines started after %v", started.Load(), n, startDeadline))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(idleFor)
+	after := vmRSSKiB()
+	runtime.KeepAlive(chans)
 	return float64(after-before) / float64(n), "KiB"
 }
 

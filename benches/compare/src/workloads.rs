@@ -53,6 +53,8 @@ pub fn table<R: Runtime>() -> [Workload; 14] {
         w("imbalanced", 1_000, |a| Box::pin(imbalanced::<R>(a.n))),
         // sleeping tasks
         w("parked_rss", 100_000, |a| Box::pin(parked_rss::<R>(a.n))),
+        // tasks parked on a channel receive, measured after they idled
+        w("idle_rss", 100_000, |a| Box::pin(idle_rss::<R>(a.n))),
         // repetitions of one imbalanced task's work
         w("work_unit", 50, |a| Box::pin(work_unit(a.n))),
         // round trips over two unbuffered channels
@@ -83,6 +85,10 @@ const WORK_ITERS: u64 = 3_000_000;
 
 /// How long each `parked_rss` task sleeps; the process exits long before.
 const PARK_FOR: Duration = Duration::from_secs(10);
+
+/// How long `idle_rss` lets its tasks idle before it measures (past goro's
+/// default `swap_idle_after` of 1 s and the sweeps that follow it).
+const IDLE_FOR: Duration = Duration::from_secs(3);
 
 /// How long `parked_rss` waits for all its tasks to have started.
 const START_DEADLINE: Duration = Duration::from_secs(60);
@@ -243,6 +249,38 @@ async fn parked_rss<R: Runtime>(n: u64) -> Measure {
         R::sleep(Duration::from_millis(1)).await;
     }
     ((vm_rss_kib() as f64 - before as f64) / n as f64, "KiB")
+}
+
+/// `idle_rss`: N tasks, each parked receiving on a channel of its own (capacity
+/// 1: the smallest every runtime has), idle for [`IDLE_FOR`] once all have
+/// started; (VmRSS then - VmRSS before) / N in KiB, channels included. The
+/// senders are leaked, so nobody wakes before the process exits.
+async fn idle_rss<R: Runtime>(n: u64) -> Measure {
+    let before = vm_rss_kib();
+    let mut senders = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let (tx, mut rx) = R::channel(1);
+        senders.push(tx);
+        drop(R::spawn(move || async move {
+            STARTED.fetch_add(1, Ordering::Relaxed);
+            let _ = R::recv(&mut rx).await;
+        }));
+    }
+    let t = Instant::now();
+    while STARTED.load(Ordering::Relaxed) < n {
+        if t.elapsed() > START_DEADLINE {
+            fail(&format!(
+                "only {}/{n} {}s started after {START_DEADLINE:?}",
+                STARTED.load(Ordering::Relaxed),
+                R::TASK
+            ));
+        }
+        R::sleep(Duration::from_millis(1)).await;
+    }
+    R::sleep(IDLE_FOR).await;
+    let kib = (vm_rss_kib() as f64 - before as f64) / n as f64;
+    std::mem::forget(senders);
+    (kib, "KiB")
 }
 
 /// `pingpong`: two tasks, two unbuffered channels: A sends i on `ping` and waits

@@ -150,9 +150,8 @@ impl Swapper {
         if !pin_parked(&g) {
             return;
         }
-        match swappable(&g) {
+        match swappable(&g).filter(|_| swap::swap_out(&g).is_some()) {
             Some((bottom, top)) => {
-                swap::swap_out(&g);
                 self.batch.push((g, bottom, top));
                 if self.batch.len() == BATCH {
                     self.flush();

@@ -41,6 +41,7 @@ impl<S> Guarded<S> {
         Locked {
             _guard: self.lock.guard(),
             state: self.state.get(),
+            guarded: self,
         }
     }
 }
@@ -49,6 +50,8 @@ impl<S> Guarded<S> {
 pub(crate) struct Locked<'a, S> {
     _guard: RawGuard<'a>,
     state: *mut S,
+    /// What is locked (to lock it again after a park).
+    guarded: &'a Guarded<S>,
 }
 
 impl<S> Deref for Locked<'_, S> {
@@ -75,7 +78,7 @@ pub(crate) fn wait_in<S, T>(
     reason: WaitReason,
     value: Option<T>,
     front: bool,
-    queue: impl FnOnce(&mut S) -> &mut WaitQueue<T>,
+    queue: impl Fn(&mut S) -> &mut WaitQueue<T>,
 ) -> bool {
     let sg = Sudog::new(value);
     let q = queue(&mut locked);
@@ -84,7 +87,8 @@ pub(crate) fn wait_in<S, T>(
     } else {
         q.push(&sg);
     }
-    block(&sg, locked, reason, None, |_| {});
+    let guarded = locked.guarded;
+    block(&sg, locked, reason, None, &|f| f(queue(&mut guarded.lock())));
     sg.success()
 }
 
@@ -99,7 +103,7 @@ pub(crate) fn wait_in_timeout<'a, S, T>(
 ) -> Option<bool> {
     let sg = Sudog::new(None);
     queue(&mut locked).push(&sg);
-    let woken = block(&sg, locked, reason, Some(timeout), |sg| queue(&mut g.lock()).remove(sg));
+    let woken = block(&sg, locked, reason, Some(timeout), &|f| f(queue(&mut g.lock())));
     woken.then(|| sg.success())
 }
 

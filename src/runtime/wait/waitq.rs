@@ -19,7 +19,10 @@
 //!   wakes the owner; it never touches the sudog after the wake.
 
 use super::park::Parker;
+use crate::runtime::proc::m::current_g;
 use crate::runtime::proc::waiter::{Claim, Waiter, TIMED_OUT};
+use crate::runtime::task::g::swap::Relocate;
+use crate::runtime::task::g::GRef;
 use crate::runtime::task::ids::WaitReason;
 use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
@@ -251,6 +254,28 @@ impl<T> WaitQueue<T> {
         }
     }
 
+    /// Puts `new` where the queued `old` is, and takes `old` out.
+    fn replace(&mut self, old: &Sudog<T>, new: &Sudog<T>) {
+        check_not_queued(new.queued.get());
+        let (prev, next) = (old.prev.get(), old.next.get());
+        new.prev.set(prev);
+        new.next.set(next);
+        // SAFETY: the neighbours are queued sudogs, alive under the record's lock.
+        match unsafe { prev.as_ref() } {
+            Some(p) => p.next.set(new),
+            None => self.head = new,
+        }
+        // SAFETY: as above.
+        match unsafe { next.as_ref() } {
+            Some(n) => n.prev.set(new),
+            None => self.tail = new,
+        }
+        new.queued.set(true);
+        old.prev.set(std::ptr::null());
+        old.next.set(std::ptr::null());
+        old.queued.set(false);
+    }
+
     /// Takes a queued `sg` out of this queue.
     fn unlink(&mut self, sg: &Sudog<T>) {
         let (prev, next) = (sg.prev.get(), sg.next.get());
@@ -270,37 +295,151 @@ impl<T> WaitQueue<T> {
     }
 }
 
+/// Runs `f` on the queue a sudog waits in, with the queue's record locked:
+/// how a wait's records are moved off a swapped-out stack and back.
+pub(crate) type Relock<'a, T> = &'a dyn Fn(&mut dyn FnMut(&mut WaitQueue<T>));
+
 /// Parks the caller on `sg`, which it has just queued under a record lock that
 /// `guard` holds, until a waker claims it; or, with a `timeout`, until then. The
 /// lock is released after the caller is parked. Returns false if the timeout won:
-/// `leave` (which relocks the record) has then taken the sudog out of its queue.
+/// the sudog has then been taken out of its queue (through `relock`).
 /// Otherwise the winner has filled in the sudog (`Sudog::success`, the slot).
+///
+/// `relock` reaches `sg`'s queue under its lock: while the caller is parked,
+/// the stack swapper may move `sg` (and its claim) to the heap through it
+/// ([`Site`]), and the caller moves it back before it reads the outcome.
 pub(crate) fn block<T, G>(
     sg: &Sudog<T>,
     guard: G,
     reason: WaitReason,
     timeout: Option<Duration>,
-    leave: impl FnOnce(&Sudog<T>),
+    relock: Relock<'_, T>,
 ) -> bool {
     let parker = Parker::new();
     match timeout {
         None => {
             let claim = Claim::new(parker.waiter());
             sg.bind(&claim, 0);
-            parker.park(reason, guard);
+            let site = Site::new(sg, true, relock);
+            site.park(parker, reason, guard);
             true
         }
         Some(d) => {
             // The timer may outlive this frame, so this claim is shared.
             let claim = Arc::new(Claim::new(parker.waiter()));
             sg.bind(&claim, 0);
-            parker.park_timeout(reason, guard, &claim, d);
+            let site = Site::new(sg, false, relock);
+            site.park_timeout(parker, reason, guard, &claim, d);
             if claim.winner() == TIMED_OUT {
-                leave(sg);
+                relock(&mut |q| q.remove(sg));
                 return false;
             }
             true
         }
+    }
+}
+
+/// A parked sudog wait as the stack swapper sees it (`task/g/swap.rs`): the
+/// sudog on the waiter's stack, whether its claim sits there too, and how to
+/// reach its queue under the lock. While the waiter is swapped out, the
+/// sudog (and a claim of its own) live on the heap in [`Moved`], queued in
+/// its place; the waiter moves them back as it returns from the park.
+struct Site<'a, T> {
+    sg: &'a Sudog<T>,
+    own_claim: bool,
+    relock: Relock<'a, T>,
+    moved: Cell<*mut Moved<T>>,
+}
+
+/// The heap records of a swapped-out waiter.
+struct Moved<T> {
+    claim: Option<Claim>,
+    sg: Sudog<T>,
+}
+
+impl<'a, T> Site<'a, T> {
+    fn new(sg: &'a Sudog<T>, own_claim: bool, relock: Relock<'a, T>) -> Self {
+        Site {
+            sg,
+            own_claim,
+            relock,
+            moved: Cell::new(std::ptr::null_mut()),
+        }
+    }
+
+    fn park<U>(&self, parker: Parker, reason: WaitReason, guard: U) {
+        let g = current_g();
+        // SAFETY: the running G, on itself; the site outlives the park.
+        g.inspect(|g| unsafe { g.set_wait_site(Some(self)) });
+        parker.park(reason, guard);
+        self.back(g);
+    }
+
+    fn park_timeout<U>(&self, parker: Parker, reason: WaitReason, guard: U, claim: &Arc<Claim>, d: Duration) {
+        let g = current_g();
+        // SAFETY: as in `park`.
+        g.inspect(|g| unsafe { g.set_wait_site(Some(self)) });
+        parker.park_timeout(reason, guard, claim, d);
+        self.back(g);
+    }
+
+    /// After the park: forgets the site and takes the records back from the
+    /// heap if the swapper moved them there.
+    #[inline]
+    fn back(&self, g: Option<GRef>) {
+        if let Some(g) = g {
+            // SAFETY: the running G, on itself.
+            unsafe { g.set_wait_site(None) };
+            if !self.moved.get().is_null() {
+                self.move_back();
+            }
+        }
+    }
+
+    /// Puts the stack sudog back in the queue if the heap one is still there
+    /// (a timed-out wait, which then leaves), and takes the outcome over.
+    #[cold]
+    #[inline(never)]
+    fn move_back(&self) {
+        let moved = self.moved.replace(std::ptr::null_mut());
+        // SAFETY: made by `move_out`'s `Box::into_raw`, taken back once, here.
+        let moved = unsafe { Box::from_raw(moved) };
+        (self.relock)(&mut |q| {
+            if moved.sg.queued.get() {
+                q.replace(&moved.sg, self.sg);
+            }
+            // SAFETY: under the queue's lock; both sudogs are out of reach of
+            // wakers (the heap one unqueued, this one ours).
+            unsafe { *self.sg.slot.get() = (*moved.sg.slot.get()).take() };
+            self.sg.success.set(moved.sg.success.get());
+        });
+    }
+}
+
+impl<T> Relocate for Site<'_, T> {
+    fn move_out(&self) -> bool {
+        let mut out = false;
+        (self.relock)(&mut |q| {
+            if !self.sg.queued.get() {
+                return; // claimed: the waiter is being woken
+            }
+            // SAFETY: queued, so its claim is alive (module invariants).
+            let claim = unsafe { &*self.sg.claim.get() };
+            // SAFETY: under the queue's lock, which every touch of a queued
+            // sudog's slot holds.
+            let value = unsafe { (*self.sg.slot.get()).take() };
+            let moved = Box::into_raw(Box::new(Moved {
+                claim: self.own_claim.then(|| Claim::new(claim.waiter())),
+                sg: Sudog::new(value),
+            }));
+            // SAFETY: just made; it lives until `move_back` frees it.
+            let m = unsafe { &*moved };
+            m.sg.bind(m.claim.as_ref().unwrap_or(claim), self.sg.case.get());
+            q.replace(self.sg, &m.sg);
+            self.moved.set(moved);
+            out = true;
+        });
+        out
     }
 }
 

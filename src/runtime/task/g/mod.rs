@@ -132,6 +132,8 @@ pub(crate) struct Context {
     inspected: Option<Captured>,
     /// The live part of its stack while swapped out (`swap.rs`).
     swapped: Option<swap::Swapped>,
+    /// Its wait's records, movable off its stack (`swap.rs`).
+    site: swap::Site,
 }
 
 /// A goroutine header. See the module docs for who may touch what.
@@ -258,6 +260,7 @@ impl G {
                 locals: LocalMap::default(),
                 inspecting: false,
                 swapped: None,
+                site: None,
                 inspected: None,
             }),
         });

@@ -35,6 +35,42 @@ use corosensei::{Coroutine, Yielder};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+/// A parked G's wait records that other threads reach (a sudog in a
+/// queue, its claim), as the swapper sees them: they can move to the heap
+/// while the G is out, so that nothing writes its stack (`wait/waitq.rs`
+/// implements it for sudog waits; the G moves them back when it wakes).
+pub(crate) trait Relocate {
+    /// The swapper, holding the parked G pinned: moves the records to the
+    /// heap under their queue's lock, if the wait is still on; false if it
+    /// is ending (the G is being woken: it is not swapped).
+    fn move_out(&self) -> bool;
+}
+
+/// The G's current wait's [`Relocate`], if it has one: set by the G itself
+/// before it parks and cleared once it is back, read by the swapper under
+/// the pin.
+pub(crate) type Site = Option<std::ptr::NonNull<dyn Relocate>>;
+
+impl G {
+    /// Records (`Some`) or clears the wait's records for the swapper.
+    ///
+    /// # Safety
+    /// Called by the running G on itself; a site stays valid (in the G's
+    /// frame) until the G clears it.
+    pub(crate) unsafe fn set_wait_site(&self, site: Option<&dyn Relocate>) {
+        // SAFETY: only the lifetime is erased: the caller keeps the site
+        // alive until it clears it, and the swapper reads it only while
+        // the G is parked, set.
+        let site = site.map(|r| unsafe {
+            std::mem::transmute::<std::ptr::NonNull<dyn Relocate + '_>, std::ptr::NonNull<dyn Relocate + 'static>>(
+                std::ptr::NonNull::from(r),
+            )
+        });
+        // SAFETY: the running G owns its context (caller's contract).
+        unsafe { self.ctx() }.site = site;
+    }
+}
+
 /// The live part of a swapped-out stack: where it goes back, and its bytes.
 pub(crate) struct Swapped {
     lo: usize,
@@ -125,7 +161,7 @@ pub(crate) static HELD_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(crate) fn parked_off_stack_hint(g: &G) -> bool {
     !g.out.load(Ordering::Relaxed)
         && g.status.load(Ordering::Relaxed) == Status::Waiting as u8
-        && g.wait_reason().records_off_stack()
+        && g.wait_reason().may_swap()
 }
 
 /// Pins a `Waiting` G (`SCAN` in its status) so no `ready` can run it, if it
@@ -150,12 +186,15 @@ pub(crate) fn unpin(g: &G) {
 /// stack, already out, or parked in a wait whose records live on its stack.
 pub(crate) fn swappable(g: &G) -> Option<(usize, usize)> {
     // `off_cpu` first: its Acquire makes this park's `resume_sp` visible.
-    if !g.off_cpu.load(Ordering::Acquire) || !g.wait_reason().records_off_stack() {
+    if !g.off_cpu.load(Ordering::Acquire) {
         return None;
     }
     // SAFETY: pinned (the caller's contract) and off its stack: we own it.
     let ctx = unsafe { g.ctx() };
     if ctx.swapped.is_some() || ctx.coroutine.is_none() || ctx.inspecting {
+        return None;
+    }
+    if ctx.site.is_none() && !g.wait_reason().records_off_stack() {
         return None;
     }
     let bottom = g.guard.get().1;
@@ -164,9 +203,17 @@ pub(crate) fn swappable(g: &G) -> Option<(usize, usize)> {
 
 /// Copies the live part of a pinned G's stack (one [`swappable`] said yes
 /// to) into the heap and keeps it in the G's context, to be copied back
-/// before it runs. Returns the bytes kept. The caller then releases the
-/// stack's pages and unpins the G.
-pub(crate) fn swap_out(g: &G) -> usize {
+/// before it runs, after moving its wait's records to the heap. Returns the
+/// bytes kept, or `None` if its wait is ending (nothing moved or copied).
+/// The caller then releases the stack's pages and unpins the G.
+pub(crate) fn swap_out(g: &G) -> Option<usize> {
+    // SAFETY: pinned and off its stack (the caller's contract): we own it.
+    if let Some(site) = unsafe { g.ctx() }.site {
+        // SAFETY: the site lives in the parked G's frame while set.
+        if !unsafe { site.as_ref() }.move_out() {
+            return None;
+        }
+    }
     let bottom = g.guard.get().1;
     let top = bottom + g.stack_size();
     let sp = g.resume_sp.load(Ordering::Relaxed);
@@ -179,16 +226,17 @@ pub(crate) fn swap_out(g: &G) -> usize {
     unsafe { g.ctx() }.swapped = Some(Swapped { lo, bytes });
     g.out.store(true, Ordering::Relaxed);
     HELD_BYTES.fetch_add(len as u64, Ordering::Relaxed);
-    len
+    Some(len)
 }
 
 /// Swaps a pinned G's stack out at once, its pages released on their own:
 /// for a dump that brought it in for a capture (`inspect::inspect`).
 pub(super) fn swap_out_pinned(g: &G) {
     if let Some((bottom, top)) = swappable(g) {
-        swap_out(g);
-        // A failed release leaves the pages resident: the copy stays right.
-        let _ = release_pages(bottom, top);
+        if swap_out(g).is_some() {
+            // A failed release leaves the pages resident: the copy stays right.
+            let _ = release_pages(bottom, top);
+        }
     }
 }
 
@@ -239,6 +287,25 @@ fn touched_while_out(g: &G) -> ! {
 }
 
 impl WaitReason {
+    /// Whether a G parked for this reason may be swapped out: its wait keeps
+    /// nothing on its stack, or keeps a sudog there that can move to the heap
+    /// (its wait's [`Relocate`] site decides, under the pin).
+    fn may_swap(self) -> bool {
+        self.records_off_stack()
+            || matches!(
+                self,
+                WaitReason::ChanRecv
+                    | WaitReason::ChanSend
+                    | WaitReason::SyncMutexLock
+                    | WaitReason::SyncRWMutexRLock
+                    | WaitReason::SyncRWMutexLock
+                    | WaitReason::SyncCondWait
+                    | WaitReason::SyncWaitGroupWait
+                    | WaitReason::Semacquire
+                    | WaitReason::SyncOnce
+            )
+    }
+
     /// Whether a G parked for this reason leaves nothing on its stack that
     /// another thread reads or writes while it waits (its waker holds the
     /// G's header, a timer or a task block's join slot): such a G's stack
