@@ -117,3 +117,38 @@ fn own_stderr_until(marker: &'static str) -> std::thread::JoinHandle<()> {
         }
     })
 }
+
+/// More CPU hogs than cores (their threads wait, runnable, for a CPU) are
+/// hogs, not goroutines blocked in the kernel.
+#[test]
+fn oversubscribed_cpu_hogs_are_not_taken_for_blocked() {
+    if common::is_child() {
+        let before = goro::runtime::stats();
+        let hs: Vec<_> = (0..16)
+            .map(|_| goro::go!(|| computes_for(Duration::from_millis(200))))
+            .collect();
+        hs.into_iter().for_each(|h| {
+            h.join().unwrap();
+        });
+        let after = goro::runtime::stats();
+        println!(
+            "\nretakes blocking {} hog {}",
+            after.blocking_retakes - before.blocking_retakes,
+            after.preempt_retakes - before.preempt_retakes
+        );
+        return;
+    }
+    let out = common::run_child_in(
+        module_path!(),
+        "oversubscribed_cpu_hogs_are_not_taken_for_blocked",
+        &[("GOMAXPROCS", "8")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("retakes "))
+        .expect("the child's counts");
+    assert!(line.starts_with("blocking 0 "), "{line}");
+    assert!(!line.ends_with("hog 0"), "{line}");
+}

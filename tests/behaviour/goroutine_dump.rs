@@ -411,3 +411,106 @@ fn ten_thousand_goroutines_dump_in_bounded_time() {
         h.join().unwrap();
     }
 }
+
+/// Dumps taken while goroutines switch all the time: a signal that lands in
+/// an M's switch into or out of a goroutine finds a half-switched stack,
+/// which the handler must not walk (it answers "busy" and is asked again).
+#[test]
+fn dumps_beside_goroutines_that_switch_all_the_time() {
+    if common::is_child() {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut hs = Vec::new();
+        for _ in 0..4 {
+            let s = stop.clone();
+            hs.push(goro::go!(move || while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                goro::yield_now()
+            }));
+        }
+        let (tx, rx) = goro::chan::bounded::<u64>(0);
+        let (back_tx, back_rx) = goro::chan::bounded::<u64>(0);
+        hs.push(goro::go!(move || while let Ok(v) = rx.recv() {
+            let _ = back_tx.send(v);
+        }));
+        let s = stop.clone();
+        hs.push(goro::go!(move || {
+            let mut i = 0;
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                tx.send(i).unwrap();
+                i = back_rx.recv().unwrap() + 1;
+            }
+        }));
+        for _ in 0..3000 {
+            let _ = goroutines();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        hs.into_iter().for_each(|h| h.join().unwrap());
+        println!("CHILD-OK");
+        return;
+    }
+    let out = common::run_child_in(
+        module_path!(),
+        "dumps_beside_goroutines_that_switch_all_the_time",
+        &[("GOMAXPROCS", "2")],
+    );
+    assert!(
+        out.status.success(),
+        "{:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-OK"));
+}
+
+/// The dump signal carrying a value that is not one of goro's requests (the
+/// program's own `sigqueue`, or another process's) is ignored, never taken
+/// for a pointer; and a program that blocks every signal on its threads
+/// before goro starts still gets its running goroutines' frames.
+#[test]
+fn foreign_dump_signals_are_ignored_and_blocked_masks_still_give_frames() {
+    if common::is_child() {
+        // SAFETY: a full signal set, blocked on this thread before the
+        // runtime's threads (which inherit it) exist.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+        }
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = stop.clone();
+        let spinner = goro::go!(move || spins_until(&s));
+        until_state(spinner.id(), GoState::Running);
+        let framed = (0..100).any(|_| {
+            goroutines()
+                .into_iter()
+                .find(|g| g.id() == spinner.id())
+                .and_then(|g| g.stack().map(|s| s.contains("spins_until")))
+                .unwrap_or(false)
+        });
+        // Values no request has: to every M's thread, through the process.
+        for v in [1usize, 42, 64, 0xdead_beef, usize::MAX] {
+            let value = libc::sigval {
+                sival_ptr: v as *mut libc::c_void,
+            };
+            // SAFETY: sigqueue with a valid signal and a plain value.
+            unsafe { libc::sigqueue(libc::getpid(), libc::SIGRTMIN() + 6, value) };
+        }
+        let _ = goroutines();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spinner.join().unwrap();
+        println!("CHILD-OK framed={framed}");
+        return;
+    }
+    let out = common::run_child_in(
+        module_path!(),
+        "foreign_dump_signals_are_ignored_and_blocked_masks_still_give_frames",
+        &[("GOMAXPROCS", "2")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("CHILD-OK framed=true"), "{stdout}");
+}

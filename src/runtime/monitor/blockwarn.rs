@@ -3,7 +3,7 @@
 //! its P (sysmon's judgement, `sysmon.rs`):
 //!
 //! ```text
-//! goro: goroutine 7 "w" blocked its thread 20 ms in a system call outside goro::blocking (at src/main.rs:12)
+//! goro: goroutine 7 "w" blocked its thread over 20 ms in a system call outside goro::blocking (at src/main.rs:12)
 //! ```
 //!
 //! sysmon only hands the M and the goroutine over; a reporter thread of its own
@@ -53,11 +53,22 @@ pub(crate) fn report(m: &'static M, g: u64, held_ns: u64) {
     }
 }
 
+/// Goroutine and call site pairs named at most: the lines, and the memory
+/// that remembers them, stay bounded.
+const TOLD_MAX: usize = 4096;
+
 fn serve(reports: impl Iterator<Item = Blocked>) {
     let _runtime_thread = crate::runtime::sys::os_threads::register();
     let mut sym = Symbolizer::new();
     let mut told: HashSet<(u64, String)> = HashSet::new();
     for b in reports {
+        if told.len() >= TOLD_MAX {
+            if told.len() == TOLD_MAX {
+                eprintln!("goro: more goroutines blocked their threads outside goro::blocking; {TOLD_MAX} were named, the rest are not");
+                told.insert((u64::MAX, String::new()));
+            }
+            continue;
+        }
         // What needs the goroutine still there first: its frames, its name.
         let frames = running::frames_of(b.m, b.g);
         let name = all_gs()
@@ -72,25 +83,44 @@ fn serve(reports: impl Iterator<Item = Blocked>) {
         }
         let at = site.map_or_else(String::new, |s| format!(" (at {s})"));
         eprintln!(
-            "goro: goroutine {}{name} blocked its thread {} ms in a system call outside goro::blocking{at}",
+            "goro: goroutine {}{name} blocked its thread over {} ms in a system call outside goro::blocking{at}",
             b.g,
             b.held_ns / 1_000_000
         );
     }
 }
 
-/// The first frame of the program's own Rust code (a `.rs` path relative to
-/// where it was built: std's and dependencies' are absolute, C libraries'
-/// start with `./` or name no `.rs` file), else the first with a file:
-/// `file:line`.
+/// Where the goroutine blocked: the first frame of the program's own Rust
+/// code (a `.rs` path relative to where it was built), else the first Rust
+/// frame outside std and the dependencies (whole paths, as when the target
+/// directory is elsewhere), else the first Rust function by name (a build
+/// without line tables), never a C library's file.
 fn call_site(sym: &mut Symbolizer, captured: &frames::Captured) -> Option<String> {
     let all = sym.resolve(captured);
     let kept = frames::trim(&all, Keep::Parked);
-    let with_file = || kept.iter().filter(|f| f.file.is_some());
-    let own = |p: &str| p.ends_with(".rs") && !p.starts_with('/') && !p.starts_with("./");
-    let f = with_file()
-        .find(|f| f.file.as_deref().is_some_and(own))
-        .or_else(|| with_file().next())?;
+    let rust = |f: &&frames::Frame| f.file.as_deref().is_some_and(|p| p.ends_with(".rs"));
+    let own = |f: &&frames::Frame| {
+        f.file
+            .as_deref()
+            .is_some_and(|p| !p.starts_with('/') && !p.starts_with("./"))
+    };
+    let not_deps = |f: &&frames::Frame| {
+        f.file
+            .as_deref()
+            .is_some_and(|p| !p.starts_with("/rustc/") && !p.contains("/.cargo/registry/"))
+    };
+    let by_file = kept
+        .iter()
+        .filter(rust)
+        .find(own)
+        .or_else(|| kept.iter().filter(rust).find(not_deps));
+    let Some(f) = by_file else {
+        // No line tables: the first function that is not the C library's.
+        return kept
+            .iter()
+            .find(|f| f.file.is_none() && f.name.contains("::"))
+            .map(|f| f.name.clone());
+    };
     Some(match f.line {
         Some(line) => format!("{}:{line}", f.file.as_deref().unwrap_or_default()),
         None => f.file.clone().unwrap_or_default(),

@@ -76,6 +76,18 @@ const RETRY_MAX: Duration = Duration::from_secs(1);
 /// nobody reads must not keep the process alive).
 const QUIT_DUMP_BOUND: Duration = Duration::from_secs(30);
 
+/// SIGQUIT ends the process even if its dump cannot be written (stderr a
+/// pipe nobody reads): a thread ends it with 2 once [`QUIT_DUMP_BOUND`] has
+/// passed without the dump done.
+fn end_if_the_dump_stalls() {
+    let _ = std::thread::Builder::new().name("goro-quit".into()).spawn(|| {
+        std::thread::sleep(QUIT_DUMP_BOUND);
+        if QUIT.load(Ordering::Acquire) != QUIT_DUMPED {
+            crate::runtime::sys::fatal::die_now("");
+        }
+    });
+}
+
 /// SIGQUIT's progress: none, received (the reporter is making the dump),
 /// dump written.
 const QUIT_NONE: u8 = 0;
@@ -200,6 +212,7 @@ fn serve(s: &'static Sched, read_fd: i32) {
         };
         let events = &events[..usize::try_from(n).unwrap_or(0)];
         if events.contains(&EVENT_SIGQUIT) {
+            end_if_the_dump_stalls();
             let mut err = std::io::stderr();
             let _ = std::io::Write::write_all(&mut err, b"SIGQUIT: quit\n\n");
             let _ = super::dump::write_dump(&mut err);

@@ -6,44 +6,51 @@
 //! # The signal
 //! A real-time signal (default `SIGRTMIN+6`; `GODEBUG=dumpsig=N` picks
 //! another, `dumpsig=0` none), installed with `SA_RESTART | SA_ONSTACK |
-//! SA_SIGINFO` when the runtime starts, and sent to one thread
-//! (`rt_tgsigqueueinfo`, so the kernel id of an exited M at worst reaches
-//! another thread of this process, which answers "not running"). The
-//! signal's value is the address of the request ([`Sample`]); the handler
-//! acts only on a signal this process queued (`SI_QUEUE` from our own pid).
-//! A system call interrupted by it restarts, except those Linux never
-//! restarts after a handler (`epoll_wait`, `nanosleep`, `poll`, ...), which
-//! return `EINTR` as they do for any signal (docs/SAFETY.md).
+//! SA_SIGINFO` when the runtime starts, unless the program already handles
+//! it (its handler is kept, and dumps show running goroutines without
+//! frames). Each M unblocks it as it starts, as Go's Ms unblock theirs. It is
+//! sent to one thread (`rt_tgsigqueueinfo`, so the kernel id of an exited M
+//! at worst reaches another thread of this process, which answers "not
+//! running"). A system call interrupted by it restarts, except those Linux
+//! never restarts after a handler (`epoll_wait`, `nanosleep`, `poll`, reads
+//! with a timeout, ...), which return `EINTR` as they do for any signal
+//! (docs/SAFETY.md), also inside `goro::blocking`, whose frames a hung
+//! sync call is diagnosed by.
+//!
+//! # Requests
+//! A request is one of [`SLOTS`] static [`Sample`]s, named in the signal's
+//! value by its index and a fresh 58-bit token. The handler acts only on a
+//! value whose token is its slot's current one: a value another process or
+//! the program queued with the same signal is ignored, never dereferenced.
+//! A request nobody answered within [`PATIENCE`] is abandoned; its slot is
+//! free again once its signal arrives late, so a thread that keeps the signal
+//! blocked holds at most [`SLOTS`] slots (and pending signals), after which
+//! dumps stop asking.
 //!
 //! # The handler (async-signal-safe)
-//! It claims the request (`ASKED` → `WRITING`, a CAS: a late delivery of an
-//! abandoned request finds it `ABANDONED` and does nothing), checks that the
-//! goroutine asked about is the one on this thread (`CURRENT_G`, or the M's
-//! `syscallg`: plain TLS and memory reads), records the interrupted pc from
-//! the signal context and walks the stack with the unwinder into the
-//! request's fixed array (no allocation, no lock: libgcc finds unwind tables
-//! through glibc's lock-free `_dl_find_object`, glibc 2.35+ and GCC 12+;
-//! older pairs take the loader's lock, which a thread interrupted inside
-//! `dlopen` would hold), then publishes it (`ANSWERED`, Release). It runs on
-//! the M's alternate signal stack (64 KiB), not the goroutine's.
-//!
-//! # The dumping thread
-//! Sends one request at a time and waits at most [`PATIENCE`] for the
-//! answer; a thread that does not answer (the signal blocked, a handler
-//! stuck) is dumped without frames, and its request is left allocated (a
-//! late handler may still read it) rather than freed.
+//! It claims the request (`ASKED` → `WRITING`, a CAS), checks that the
+//! goroutine asked about is the one on this thread (`CURRENT_G`, or the
+//! M's `syscallg`: plain TLS and memory reads) and that the thread runs that goroutine's own code, not a switch
+//! into or out of it (`task::g::in_g_code`: a half-switched stack is no
+//! stack to unwind; the answer is then `BUSY` and the dumping thread asks
+//! again), records the interrupted pc from the signal context and walks the
+//! stack with the unwinder into the request's fixed array (no allocation,
+//! no lock: libgcc finds unwind tables through glibc's lock-free
+//! `_dl_find_object`, glibc 2.35+ and GCC 12+; older pairs take the loader's
+//! lock, which a thread interrupted inside `dlopen` would hold), then
+//! publishes it (`ANSWERED`, Release). It runs on the M's alternate signal
+//! stack (64 KiB), not the goroutine's.
 
 use crate::runtime::proc::m::{current_m_here, CURRENT_G, M};
+use crate::runtime::sys::dump_signal;
 use crate::runtime::sys::frames::{Captured, MAX_FRAMES};
+use crate::runtime::task::g::in_g_code;
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a dump waits for one M's answer.
 pub(crate) const PATIENCE: Duration = Duration::from_millis(50);
-
-/// The signal in use, 0 before `install` or when switched off.
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 /// The default: clear of glibc's own (below `SIGRTMIN`) and of the first few
 /// real-time signals other libraries tend to take.
@@ -51,18 +58,25 @@ fn default_signal() -> i32 {
     libc::SIGRTMIN() + 6
 }
 
-const ASKED: u32 = 0;
-const WRITING: u32 = 1;
-const ANSWERED: u32 = 2;
-const NOT_RUNNING: u32 = 3;
-const ABANDONED: u32 = 4;
+/// Requests that may be outstanding at once.
+const SLOTS: usize = 64;
+
+const FREE: u32 = 0;
+const RESERVED: u32 = 1;
+const ASKED: u32 = 2;
+const WRITING: u32 = 3;
+const ANSWERED: u32 = 4;
+const NOT_RUNNING: u32 = 5;
+const BUSY: u32 = 6;
+const ABANDONED: u32 = 7;
 
 /// One request for one goroutine's frames, and its answer.
 struct Sample {
     state: AtomicU32,
+    /// The value its signal carries: the slot's index in the low 6 bits.
+    token: AtomicUsize,
     /// The goroutine asked about.
-    g: u64,
-    /// Written by the handler between `WRITING` and `ANSWERED`.
+    g: AtomicU64,
     answer: UnsafeCell<Answer>,
 }
 
@@ -72,23 +86,48 @@ struct Answer {
     ips: [usize; MAX_FRAMES],
 }
 
-// SAFETY: `answer` is written by the one handler that won the `ASKED` →
-// `WRITING` CAS and read by the dumping thread after `ANSWERED` (Acquire).
+// SAFETY: `answer` is written only by the handler that won the request's
+// CAS, and read by the dumping thread only after the handler's Release
+// store of `ANSWERED`; the other fields are atomics.
 unsafe impl Sync for Sample {}
 
-/// Installs the handler, with the signal `dumpsig` names (`None`: the
-/// default; `Some(0)`: none).
+#[allow(clippy::declare_interior_mutable_const)] // each slot is its own copy
+const EMPTY: Sample = Sample {
+    state: AtomicU32::new(FREE),
+    token: AtomicUsize::new(0),
+    g: AtomicU64::new(0),
+    answer: UnsafeCell::new(Answer {
+        pc: 0,
+        len: 0,
+        ips: [0; MAX_FRAMES],
+    }),
+};
+
+static SAMPLES: [Sample; SLOTS] = [EMPTY; SLOTS];
+
+/// Tokens are never reused: a counter, shifted past the slot index.
+static NEXT_TOKEN: AtomicUsize = AtomicUsize::new(1);
+
+/// Installs the handler for `dumpsig` (`None`: the default), unless the
+/// program handles that signal already.
 pub(crate) fn install(dumpsig: Option<i32>) {
     let sig = dumpsig.unwrap_or_else(default_signal);
     if sig == 0 {
         return;
     }
-    // The unwinder's first walk sets up its caches; take it here, not in a
-    // handler.
+    // The unwinder's first use takes locks (it finds and caches the unwind
+    // tables): made here, not in a handler.
     backtrace::trace(|_| false);
-    // SAFETY: a zeroed sigaction is valid; we fill in a handler of the
-    // SA_SIGINFO shape and pass valid pointers.
+    // SAFETY: sigaction with a zeroed struct to read into, then a handler
+    // that is async-signal-safe (module docs), installed only over the
+    // default or ignored disposition.
     let ok = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+            || (old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN)
+        {
+            return;
+        }
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_signal as *const () as usize;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
@@ -96,69 +135,81 @@ pub(crate) fn install(dumpsig: Option<i32>) {
         libc::sigaction(sig, &action, std::ptr::null_mut()) == 0
     };
     if ok {
-        SIGNAL.store(sig, Ordering::Release);
+        dump_signal::set(sig);
     }
 }
 
-/// The frames of goroutine `g`, running (or in a blocking call) on `m`:
-/// `None` if dumps have no signal, the M did not answer within [`PATIENCE`],
-/// or `g` no longer runs there.
+/// The frames of goroutine `g`, which `m` runs: asks `m`'s thread and waits
+/// at most [`PATIENCE`]. `None` if it does not run `g` (any more), does not
+/// answer, or every request slot is taken by unanswered ones.
 pub(crate) fn frames_of(m: &M, g: u64) -> Option<Captured> {
-    let sig = SIGNAL.load(Ordering::Acquire);
+    let sig = dump_signal::get();
     let tid = m.tid();
     if sig == 0 || tid == 0 {
         return None;
     }
-    let sample = Box::into_raw(Box::new(Sample {
-        state: AtomicU32::new(ASKED),
-        g,
-        answer: UnsafeCell::new(Answer {
-            pc: 0,
-            len: 0,
-            ips: [0; MAX_FRAMES],
-        }),
-    }));
-    if !queue_signal(tid, sig, sample) {
-        // SAFETY: made above; no signal carries it.
-        drop(unsafe { Box::from_raw(sample) });
-        return None;
-    }
-    // SAFETY: freed below only once the handler is done with it.
-    let s = unsafe { &*sample };
+    let (slot, s) = SAMPLES.iter().enumerate().find(|(_, s)| {
+        s.state
+            .compare_exchange(FREE, RESERVED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    })?;
+    let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed) << 6 | slot;
+    s.token.store(token, Ordering::Relaxed);
+    s.g.store(g, Ordering::Relaxed);
     let deadline = Instant::now() + PATIENCE;
     let state = loop {
+        // Release: the token and goroutine are visible to the handler that
+        // claims the request.
+        s.state.store(ASKED, Ordering::Release);
+        if !queue_signal(tid, sig, token) {
+            s.state.store(FREE, Ordering::Release);
+            return None;
+        }
+        match wait_for_answer(s, deadline) {
+            Some(BUSY) => std::thread::sleep(Duration::from_micros(50)),
+            Some(st) => break st,
+            None => return None, // abandoned: the late handler frees it
+        }
+    };
+    let answer = (state == ANSWERED).then(|| {
+        // SAFETY: the handler published the answer with a Release store we
+        // read with Acquire, and writes the slot no more.
+        let a = unsafe { &*s.answer.get() };
+        let ips = &a.ips[..a.len];
+        match ips.iter().position(|&ip| ip == a.pc) {
+            Some(i) if a.pc != 0 => Captured::interrupted(a.pc, &ips[i + 1..]),
+            _ => Captured::interrupted(a.pc, ips),
+        }
+    });
+    s.state.store(FREE, Ordering::Release);
+    answer
+}
+
+/// Waits until the handler answered request `s` (the answer's state), or
+/// abandons it at `deadline` (`None`).
+fn wait_for_answer(s: &Sample, deadline: Instant) -> Option<u32> {
+    loop {
         match s.state.load(Ordering::Acquire) {
-            st @ (ANSWERED | NOT_RUNNING) => break st,
+            st @ (ANSWERED | NOT_RUNNING | BUSY) => return Some(st),
             _ if Instant::now() >= deadline => {
-                // Left allocated: a handler may still come (or be writing).
-                let _ = s
+                match s
                     .state
-                    .compare_exchange(ASKED, ABANDONED, Ordering::AcqRel, Ordering::Acquire);
-                return None;
+                    .compare_exchange(ASKED, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    Ok(_) => return None,
+                    // Claimed meanwhile: the answer is moments away.
+                    Err(_) => std::thread::yield_now(),
+                }
             }
             _ => std::thread::sleep(Duration::from_micros(20)),
         }
-    };
-    // SAFETY: the handler published its answer (Acquire above) and never
-    // touches the request again.
-    let sample = unsafe { Box::from_raw(sample) };
-    if state != ANSWERED {
-        return None;
     }
-    let a = sample.answer.into_inner();
-    let ips = &a.ips[..a.len];
-    // The walk starts in the handler; the goroutine's frames start at the
-    // interrupted pc.
-    Some(match ips.iter().position(|&ip| ip == a.pc) {
-        Some(i) if a.pc != 0 => Captured::interrupted(a.pc, &ips[i + 1..]),
-        _ => Captured::interrupted(a.pc, ips),
-    })
 }
 
-/// Queues `sig` for thread `tid` of this process, carrying `sample`.
-fn queue_signal(tid: i32, sig: i32, sample: *mut Sample) -> bool {
-    // SAFETY: a zeroed siginfo is valid; we fill in the fields of an
-    // SI_QUEUE signal from this process and hand the kernel a valid pointer.
+/// Queues `sig` with `token` as its value to thread `tid` of this process.
+fn queue_signal(tid: i32, sig: i32, token: usize) -> bool {
+    // SAFETY: a zeroed siginfo with the fields of a queued signal filled in,
+    // passed to rt_tgsigqueueinfo for a thread of this process.
     unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
         let raw = (&mut info as *mut libc::siginfo_t).cast::<QueuedInfo>();
@@ -166,12 +217,12 @@ fn queue_signal(tid: i32, sig: i32, sample: *mut Sample) -> bool {
         (*raw).code = libc::SI_QUEUE;
         (*raw).pid = libc::getpid();
         (*raw).uid = libc::getuid();
-        (*raw).value = sample as usize;
+        (*raw).value = token;
         libc::syscall(libc::SYS_rt_tgsigqueueinfo, libc::getpid(), tid, sig, &info) == 0
     }
 }
 
-/// The head of a Linux `siginfo_t` for a queued signal (`_rt` of the union).
+/// The head of a queued signal's `siginfo_t` on Linux (`_sifields._rt`).
 #[repr(C)]
 struct QueuedInfo {
     signo: i32,
@@ -184,22 +235,32 @@ struct QueuedInfo {
     value: usize,
 }
 
+/// The request a signal's value names, if it is a current one.
+fn sample_for(value: usize) -> Option<&'static Sample> {
+    let s = &SAMPLES[value % SLOTS];
+    (value != 0 && s.token.load(Ordering::Acquire) == value).then_some(s)
+}
+
 extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler; the
     // head of a queued one has the layout of `QueuedInfo`.
     let q = unsafe { &*info.cast::<QueuedInfo>() };
-    // SAFETY: getpid(2) is async-signal-safe.
-    if q.code != libc::SI_QUEUE || q.pid != unsafe { libc::getpid() } || q.value == 0 {
+    if q.code != libc::SI_QUEUE {
         return;
     }
-    // SAFETY: our own queued signals carry a request that stays allocated
-    // until it is answered, or for good once abandoned.
-    let sample = unsafe { &*(q.value as *const Sample) };
-    if sample
+    let Some(sample) = sample_for(q.value) else {
+        return;
+    };
+    if let Err(actual) = sample
         .state
         .compare_exchange(ASKED, WRITING, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
     {
+        if actual == ABANDONED {
+            // The late delivery of an abandoned request: its slot is free again.
+            let _ = sample
+                .state
+                .compare_exchange(ABANDONED, FREE, Ordering::AcqRel, Ordering::Relaxed);
+        }
         return;
     }
     // SAFETY: errno is thread-local; saved and restored around our calls.
@@ -210,26 +271,27 @@ extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut
     let here = unsafe { running.as_ref() }
         .map(|g| g.id())
         .or_else(|| current_m_here().and_then(|m| m.syscallg()).map(|g| g.id()));
-    if here != Some(sample.g) {
-        sample.state.store(NOT_RUNNING, Ordering::Release);
-        // SAFETY: as above.
-        unsafe { *libc::__errno_location() = errno };
-        return;
-    }
-    // SAFETY: we won the CAS: the answer is ours to write until we publish it.
-    let a = unsafe { &mut *sample.answer.get() };
-    a.pc = interrupted_pc(ctx);
-    a.len = 0;
-    // SAFETY: no allocation or lock in the walk (module docs); the closure
-    // only stores into the fixed array.
-    unsafe {
-        backtrace::trace_unsynchronized(|f| {
-            a.ips[a.len] = f.ip() as usize;
-            a.len += 1;
-            a.len < MAX_FRAMES
-        });
-    }
-    sample.state.store(ANSWERED, Ordering::Release);
+    let state = if sample.token.load(Ordering::Relaxed) != q.value || here != Some(sample.g.load(Ordering::Relaxed)) {
+        NOT_RUNNING
+    } else if !in_g_code() {
+        BUSY
+    } else {
+        // SAFETY: we won the CAS: the answer is ours to write until we publish it.
+        let a = unsafe { &mut *sample.answer.get() };
+        a.pc = interrupted_pc(ctx);
+        a.len = 0;
+        // SAFETY: no allocation or lock in the walk (module docs); the closure
+        // only stores into the fixed array.
+        unsafe {
+            backtrace::trace_unsynchronized(|f| {
+                a.ips[a.len] = f.ip() as usize;
+                a.len += 1;
+                a.len < MAX_FRAMES
+            });
+        }
+        ANSWERED
+    };
+    sample.state.store(state, Ordering::Release);
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
 }

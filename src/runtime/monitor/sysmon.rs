@@ -481,11 +481,12 @@ fn took_from_running(s: &Sched, p: &P, m: &'static M, seen: &mut Seen, now: u64,
 
 /// Whether the G of `m`, about to lose its P, spent the time since `mark`
 /// (when, and its thread's CPU time then) in the kernel rather than on the
-/// CPU: its thread ran under a tenth of it.
+/// CPU: its thread ran under a tenth of it, and is not runnable now (a hog
+/// among more threads than cores waits for a CPU, runnable).
 fn blocked_in_kernel(m: &M, mark: Option<(u64, u64)>, now: u64) -> bool {
     let Some((at, cpu_then)) = mark else { return false };
     let Some(cpu_now) = m.cpu_time_ns() else { return false };
-    cpu_now.saturating_sub(cpu_then).saturating_mul(10) < now.saturating_sub(at)
+    cpu_now.saturating_sub(cpu_then).saturating_mul(10) < now.saturating_sub(at) && m.thread_runnable() != Some(true)
 }
 
 /// Lets Ms that have been parked for [`M_IDLE_RETIRE`] exit while there are more

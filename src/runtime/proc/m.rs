@@ -240,6 +240,20 @@ impl M {
         ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
     }
 
+    /// Whether its thread is runnable now, on a CPU or waiting for one (state
+    /// `R` in `/proc/self/task/<tid>/stat`), if the kernel says: a thread in
+    /// a system call sleeps (`S`, `D`). Read by sysmon only.
+    pub(crate) fn thread_runnable(&self) -> Option<bool> {
+        let tid = self.tid();
+        if tid == 0 {
+            return None;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+        // `pid (comm) state ...`: comm may hold spaces and parentheses.
+        let state = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().next()?;
+        Some(state == "R")
+    }
+
     pub(crate) fn set_curg(&self, id: u64) {
         self.curg.store(id, Ordering::Relaxed);
     }
@@ -392,6 +406,7 @@ pub(crate) fn spawn_thread(m: &'static M, p: usize, spinning: bool) {
         .name(format!("goro-m{}", m.id()))
         .spawn(move || {
             let _runtime_thread = crate::runtime::sys::os_threads::register();
+            crate::runtime::sys::dump_signal::unblock_here();
             CURRENT_M.with(|c| c.set(m));
             // SAFETY: gettid(2) has no preconditions.
             m.tid.store(unsafe { libc::gettid() }, Ordering::Relaxed);

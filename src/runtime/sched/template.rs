@@ -54,6 +54,7 @@ pub(crate) fn spawn_via_template(m: &'static M, p: usize, spinning: bool) {
 /// The template thread's loop.
 fn serve() {
     let _runtime_thread = crate::runtime::sys::os_threads::register();
+    crate::runtime::sys::dump_signal::unblock_here();
     // A deadlock check that ran while this thread was not yet registered saw a
     // thread it did not know, and found nothing: look again.
     crate::runtime::proc::observers::poke();

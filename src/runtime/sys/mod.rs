@@ -5,6 +5,7 @@
 pub(in crate::runtime) mod altstack;
 pub(in crate::runtime) mod coarse_clock;
 pub(in crate::runtime) mod decimal;
+pub(in crate::runtime) mod dump_signal;
 pub(in crate::runtime) mod epoll;
 pub(in crate::runtime) mod fatal;
 pub(in crate::runtime) mod file_size;

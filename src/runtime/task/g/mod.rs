@@ -558,8 +558,10 @@ impl G {
                 Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
                     // SAFETY: this runs on the G's own coroutine, so the G owns itself.
                     unsafe { me.ctx() }.yielder = yielder;
+                    set_in_g_code(true);
                     // SAFETY: the task's one run, on its G's own stack.
                     unsafe { task.run(None) };
+                    set_in_g_code(false);
                 })
             }
         };
@@ -623,6 +625,29 @@ impl G {
             inspect::record(self);
         }
     }
+}
+
+std::thread_local! {
+    /// This thread runs a goroutine's own code: not a switch into or out of
+    /// its coroutine, whose half-switched stack no unwinder may walk. Read
+    /// by a dump's signal handler (`monitor/running.rs`).
+    static IN_G_CODE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread as running a G's code (`true`, right after a switch
+/// into it) or not (right before a switch out). Never inlined: the G may
+/// resume on another thread, and a thread-local's address must be computed
+/// after the switch, not kept from before it.
+#[inline(never)]
+pub(super) fn set_in_g_code(v: bool) {
+    IN_G_CODE.with(|c| c.set(v));
+}
+
+/// Whether this thread runs a G's own code ([`set_in_g_code`]).
+/// Async-signal-safe: a const thread-local's plain read.
+#[inline(never)]
+pub(crate) fn in_g_code() -> bool {
+    IN_G_CODE.with(Cell::get)
 }
 
 /// A G asked to switch out while it runs on no coroutine of its own (its

@@ -106,8 +106,10 @@ impl Swapped {
 pub(super) unsafe fn suspend_here(resume_sp: &AtomicUsize, yielder: *const Yielder<(), ()>) {
     let here = std::hint::black_box(0u8);
     resume_sp.store(std::ptr::addr_of!(here) as usize, Ordering::Relaxed);
+    super::set_in_g_code(false);
     // SAFETY: the caller's contract.
     unsafe { (*yielder).suspend(()) };
+    super::set_in_g_code(true);
     std::hint::black_box(&here);
 }
 
