@@ -36,7 +36,7 @@ pub struct Workload {
 }
 
 /// Every workload, on runtime `R`, with what its N counts.
-pub fn table<R: Runtime>() -> [Workload; 14] {
+pub fn table<R: Runtime>() -> [Workload; 15] {
     fn w(name: &'static str, default_n: u64, driver: fn(&Args) -> Driver) -> Workload {
         Workload {
             name,

@@ -31,7 +31,7 @@
 //! It claims the request (`ASKED` → `WRITING`, a CAS), checks that the
 //! goroutine asked about is the one on this thread (`CURRENT_G`, or the
 //! M's `syscallg`: plain TLS and memory reads) and that the thread runs that goroutine's own code, not a switch
-//! into or out of it (`task::g::in_g_code`: a half-switched stack is no
+//! into or out of it (`G::in_code`: a half-switched stack is no
 //! stack to unwind; the answer is then `BUSY` and the dumping thread asks
 //! again), records the interrupted pc from the signal context and walks the
 //! stack with the unwinder into the request's fixed array (no allocation,
@@ -44,7 +44,6 @@
 use crate::runtime::proc::m::{current_m_here, CURRENT_G, M};
 use crate::runtime::sys::dump_signal;
 use crate::runtime::sys::frames::{Captured, MAX_FRAMES};
-use crate::runtime::task::g::in_g_code;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -269,11 +268,12 @@ extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut
     // SAFETY: CURRENT_G is non-null only while this thread runs that G, which
     // is alive; a G in a blocking call on this M is alive and parked in it.
     let here = unsafe { running.as_ref() }
-        .map(|g| g.id())
-        .or_else(|| current_m_here().and_then(|m| m.syscallg()).map(|g| g.id()));
-    let state = if sample.token.load(Ordering::Relaxed) != q.value || here != Some(sample.g.load(Ordering::Relaxed)) {
+        .map(|g| (g.id(), g.in_code()))
+        .or_else(|| current_m_here().and_then(|m| m.syscallg()).map(|g| (g.id(), true)));
+    let asked = sample.g.load(Ordering::Relaxed);
+    let state = if sample.token.load(Ordering::Relaxed) != q.value || here.map(|h| h.0) != Some(asked) {
         NOT_RUNNING
-    } else if !in_g_code() {
+    } else if here.is_some_and(|h| !h.1) {
         BUSY
     } else {
         // SAFETY: we won the CAS: the answer is ours to write until we publish it.

@@ -60,6 +60,15 @@ impl Parker {
         self.0.clone()
     }
 
+    /// The G that waits, if a G does.
+    #[inline]
+    pub(crate) fn g(&self) -> Option<GRef> {
+        match self.0 {
+            Waiter::G(g) => Some(g),
+            _ => None,
+        }
+    }
+
     /// Blocks until the waiter is woken; `unlock` (typically the record's lock
     /// guard) is dropped once the wait is committed. See the module docs.
     pub(crate) fn park<U>(self, reason: WaitReason, unlock: U) {

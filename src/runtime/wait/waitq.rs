@@ -19,7 +19,6 @@
 //!   wakes the owner; it never touches the sudog after the wake.
 
 use super::park::Parker;
-use crate::runtime::proc::m::current_g;
 use crate::runtime::proc::waiter::{Claim, Waiter, TIMED_OUT};
 use crate::runtime::task::g::swap::Relocate;
 use crate::runtime::task::g::GRef;
@@ -367,8 +366,9 @@ impl<'a, T> Site<'a, T> {
         }
     }
 
+    #[inline]
     fn park<U>(&self, parker: Parker, reason: WaitReason, guard: U) {
-        let g = current_g();
+        let g = parker.g();
         // SAFETY: the running G, on itself; the site outlives the park.
         g.inspect(|g| unsafe { g.set_wait_site(Some(self)) });
         parker.park(reason, guard);
@@ -376,7 +376,7 @@ impl<'a, T> Site<'a, T> {
     }
 
     fn park_timeout<U>(&self, parker: Parker, reason: WaitReason, guard: U, claim: &Arc<Claim>, d: Duration) {
-        let g = current_g();
+        let g = parker.g();
         // SAFETY: as in `park`.
         g.inspect(|g| unsafe { g.set_wait_site(Some(self)) });
         parker.park_timeout(reason, guard, claim, d);

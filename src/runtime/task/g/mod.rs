@@ -167,6 +167,11 @@ pub(crate) struct G {
     wait_since: AtomicU64,
     /// Its stack is swapped out: a hint for the swapper's sweep (`swap.rs`).
     out: AtomicBool,
+    /// It runs its own code: not a switch into or out of its coroutine, whose
+    /// half-switched stack no unwinder may walk. Written by the G itself right
+    /// after each switch in and before each switch out; read by a dump's
+    /// signal handler on the same thread (`monitor/running.rs`).
+    in_code: AtomicBool,
     /// Who made it, for dumps: see [`CREATOR_THREAD_BIT`]. Written by `init`.
     creator: AtomicU64,
     /// Where it was spawned (`go!`'s call site). Written by `init`.
@@ -246,6 +251,7 @@ impl G {
             off_cpu: AtomicBool::new(false),
             wait_since: AtomicU64::new(0),
             out: AtomicBool::new(false),
+            in_code: AtomicBool::new(false),
             creator: AtomicU64::new(0),
             created_at: Cell::new(Location::caller()),
             name: UnsafeCell::new(None),
@@ -377,6 +383,12 @@ impl G {
 
     pub(crate) fn status(&self) -> Status {
         Status::from_u8(self.status.load(Ordering::Relaxed))
+    }
+
+    /// Whether it runs its own code, not a switch (`in_code`): for a signal
+    /// handler on the thread that runs it.
+    pub(crate) fn in_code(&self) -> bool {
+        self.in_code.load(Ordering::Relaxed)
     }
 
     pub(crate) fn set_status(&self, s: Status) {
@@ -558,10 +570,10 @@ impl G {
                 Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
                     // SAFETY: this runs on the G's own coroutine, so the G owns itself.
                     unsafe { me.ctx() }.yielder = yielder;
-                    set_in_g_code(true);
+                    me.in_code.store(true, Ordering::Relaxed);
                     // SAFETY: the task's one run, on its G's own stack.
                     unsafe { task.run(None) };
-                    set_in_g_code(false);
+                    me.in_code.store(false, Ordering::Relaxed);
                 })
             }
         };
@@ -613,9 +625,12 @@ impl G {
             no_coroutine(self.id());
         }
         loop {
+            self.in_code.store(false, Ordering::Relaxed);
+            self.resume_sp.store(swap::stack_pointer(), Ordering::Relaxed);
             // SAFETY: the yielder lives at the base of this coroutine's stack for as
             // long as the coroutine runs, and we are running on it.
-            unsafe { swap::suspend_here(&self.resume_sp, yielder) };
+            unsafe { (*yielder).suspend(()) };
+            self.in_code.store(true, Ordering::Relaxed);
             // SAFETY: resumed, so this G owns itself again.
             if !unsafe { self.ctx() }.inspecting {
                 return;
@@ -625,29 +640,6 @@ impl G {
             inspect::record(self);
         }
     }
-}
-
-std::thread_local! {
-    /// This thread runs a goroutine's own code: not a switch into or out of
-    /// its coroutine, whose half-switched stack no unwinder may walk. Read
-    /// by a dump's signal handler (`monitor/running.rs`).
-    static IN_G_CODE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Marks this thread as running a G's code (`true`, right after a switch
-/// into it) or not (right before a switch out). Never inlined: the G may
-/// resume on another thread, and a thread-local's address must be computed
-/// after the switch, not kept from before it.
-#[inline(never)]
-pub(super) fn set_in_g_code(v: bool) {
-    IN_G_CODE.with(|c| c.set(v));
-}
-
-/// Whether this thread runs a G's own code ([`set_in_g_code`]).
-/// Async-signal-safe: a const thread-local's plain read.
-#[inline(never)]
-pub(crate) fn in_g_code() -> bool {
-    IN_G_CODE.with(Cell::get)
 }
 
 /// A G asked to switch out while it runs on no coroutine of its own (its

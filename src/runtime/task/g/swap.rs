@@ -21,15 +21,14 @@
 //!   anyone.
 //!
 //! # How far below the suspend point
-//! A G records an address in [`suspend_here`]'s frame as it suspends
-//! (`resume_sp`); corosensei's switch then writes a few words below it. The
-//! distance, fixed by the code of that one function and corosensei's, is
-//! measured once per process on a probe coroutine ([`suspend_margin`]), so
-//! the copy starts below everything the suspended G's resume will read.
+//! A G records its stack pointer right before it switches out
+//! (`resume_sp`); the switch (corosensei's suspend) writes a few words below
+//! it. The copy starts [`switch_room`] lower, measured once per process on
+//! a probe coroutine.
 
 use super::{Status, G, SCAN};
 use crate::runtime::task::ids::WaitReason;
-use crate::runtime::task::stack::{any_resident, release_pages};
+use crate::runtime::task::stack::{any_resident, page_size, release_pages};
 use corosensei::stack::{DefaultStack, Stack};
 use corosensei::{Coroutine, Yielder};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -57,6 +56,7 @@ impl G {
     /// # Safety
     /// Called by the running G on itself; a site stays valid (in the G's
     /// frame) until the G clears it.
+    #[inline]
     pub(crate) unsafe fn set_wait_site(&self, site: Option<&dyn Relocate>) {
         // SAFETY: only the lifetime is erased: the caller keeps the site
         // alive until it clears it, and the swapper reads it only while
@@ -95,53 +95,56 @@ impl Swapped {
     }
 }
 
-/// Suspends through `yielder`, first recording in `resume_sp` an address in
-/// this frame. Never inlined: the distance from that address down to the
-/// lowest byte the suspension writes is then one fixed figure
-/// ([`suspend_margin`]).
-///
-/// # Safety
-/// `yielder` is the running coroutine's own.
-#[inline(never)]
-pub(super) unsafe fn suspend_here(resume_sp: &AtomicUsize, yielder: *const Yielder<(), ()>) {
-    let here = std::hint::black_box(0u8);
-    resume_sp.store(std::ptr::addr_of!(here) as usize, Ordering::Relaxed);
-    super::set_in_g_code(false);
-    // SAFETY: the caller's contract.
-    unsafe { (*yielder).suspend(()) };
-    super::set_in_g_code(true);
-    std::hint::black_box(&here);
+/// The stack pointer here. Inlined into the caller, so it is the caller's
+/// own: in [`G::suspend`](super::G::suspend), read right before the switch
+/// out, everything the suspended G's resume reads lies at or above it, but
+/// for what the switch itself writes below it ([`switch_room`]).
+#[inline(always)]
+pub(super) fn stack_pointer() -> usize {
+    let sp: usize;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: reads a register into a local; touches no memory.
+    unsafe {
+        std::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags));
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as above.
+    unsafe {
+        std::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let here = 0u8;
+        sp = std::hint::black_box(std::ptr::addr_of!(here)) as usize;
+    }
+    sp
 }
 
-/// How many bytes below `resume_sp` a suspended G's stack is live, rounded up
-/// with room to spare; measured once per process ([`measure_margin`]).
-pub(crate) fn suspend_margin() -> usize {
-    static MARGIN: OnceLock<usize> = OnceLock::new();
-    *MARGIN.get_or_init(|| {
-        let measured = measure_margin(0xa5).max(measure_margin(0x5a));
-        (measured + 128).next_multiple_of(64)
-    })
+/// How far below [`stack_pointer`], read before a switch out, the switch
+/// writes (corosensei's suspend and the registers it saves), with 256 bytes
+/// to spare: measured once per process on a probe coroutine whose stack is
+/// filled with two patterns in turn (the lowest byte that changed). About
+/// 24 bytes in an optimised build, 600 in a debug one.
+pub(crate) fn switch_room() -> usize {
+    static ROOM: OnceLock<usize> = OnceLock::new();
+    *ROOM
+        .get_or_init(|| (written_below_the_switch(0xa5).max(written_below_the_switch(0x5a)) + 256).next_multiple_of(64))
 }
 
-/// Fills a probe coroutine's stack with `pattern`, suspends it through
-/// [`suspend_here`], and returns how far below the recorded address the
-/// lowest byte it wrote lies. Two patterns are measured, so a written byte
-/// equal to one of them cannot hide the lowest write.
-fn measure_margin(pattern: u8) -> usize {
+/// Fills a probe coroutine's stack with `pattern`, suspends it as a G
+/// suspends (the stack pointer read, then the switch), and returns how far
+/// below that pointer the lowest byte it wrote lies.
+fn written_below_the_switch(pattern: u8) -> usize {
     let stack = DefaultStack::new(64 << 10).expect("goro: cannot map a probe stack");
     // `limit` counts the probe stack's guard page, which is one page.
-    let (lo, hi) = (
-        stack.limit().get() + crate::runtime::task::stack::page_size(),
-        stack.base().get(),
-    );
-    // SAFETY: `[lo, hi)` is the probe stack's usable range, mapped, writable
-    // and used by nothing yet.
+    let (lo, hi) = (stack.limit().get() + page_size(), stack.base().get());
+    // SAFETY: the probe stack's usable range, mapped, writable and unused yet.
     unsafe { std::ptr::write_bytes(lo as *mut u8, pattern, hi - lo) };
-    let here = Arc::new(AtomicUsize::new(0));
-    let recorded = here.clone();
+    let sp = Arc::new(AtomicUsize::new(0));
+    let recorded = sp.clone();
     let mut co = Coroutine::<(), (), (), DefaultStack>::with_stack(stack, move |y: &Yielder<(), ()>, ()| {
-        // SAFETY: `y` is this coroutine's own yielder.
-        unsafe { suspend_here(&recorded, y) };
+        recorded.store(stack_pointer(), Ordering::Relaxed);
+        y.suspend(());
     });
     co.resume(());
     // SAFETY: the coroutine is suspended: nothing writes its stack while we read.
@@ -149,7 +152,7 @@ fn measure_margin(pattern: u8) -> usize {
         .find(|&a| unsafe { *(a as *const u8) } != pattern)
         .expect("the probe wrote its stack");
     co.resume(());
-    here.load(Ordering::Relaxed) - lowest
+    sp.load(Ordering::Relaxed).saturating_sub(lowest)
 }
 
 /// Stacks swapped back in since the process started.
@@ -219,7 +222,7 @@ pub(crate) fn swap_out(g: &G) -> Option<usize> {
     let bottom = g.guard.get().1;
     let top = bottom + g.stack_size();
     let sp = g.resume_sp.load(Ordering::Relaxed);
-    let lo = sp.saturating_sub(suspend_margin()).max(bottom) & !15;
+    let lo = sp.saturating_sub(switch_room()).max(bottom) & !15;
     // SAFETY: `[lo, top)` lies in the G's mapped stack; the G is pinned and
     // off its stack, so nothing writes it while we read.
     let bytes: Box<[u8]> = unsafe { std::slice::from_raw_parts(lo as *const u8, top - lo) }.into();
@@ -328,8 +331,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_margin_covers_the_switch_and_stays_small() {
-        let m = suspend_margin();
-        assert!((128..2048).contains(&m), "{m}");
+    fn the_switch_room_is_measured_and_small() {
+        let room = switch_room();
+        assert!((256..2048).contains(&room), "{room}");
     }
 }
