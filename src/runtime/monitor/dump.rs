@@ -273,15 +273,24 @@ fn each_goroutine_with(caller: Option<GoId>, sym: &mut Symbolizer, emit: &mut dy
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
+    // Every running goroutine's M is asked first: they answer together.
+    let mut asked: std::collections::HashMap<u64, running::Asked> = live
+        .iter()
+        .filter(|(_, snap)| {
+            matches!(snap.status, Status::Running | Status::Syscall) && Some(GoId::from_raw(snap.id)) != caller
+        })
+        .filter_map(|(_, snap)| {
+            ms.iter()
+                .find(|m| m.id() == snap.m && m.curg() == snap.id || m.syscallg().is_some_and(|s| s.id() == snap.id))
+                .and_then(|m| running::ask(m, snap.id))
+                .map(|a| (snap.id, a))
+        })
+        .collect();
     for (g, snap) in live {
         let is_caller = Some(GoId::from_raw(snap.id)) == caller;
         let captured = match snap.status {
             Status::Waiting => inspect(&g, snap.id),
-            Status::Running | Status::Syscall if !is_caller => ms
-                .iter()
-                .find(|m| m.id() == snap.m && m.curg() == snap.id || m.syscallg().is_some_and(|s| s.id() == snap.id))
-                .and_then(|m| running::frames_of(m, snap.id)),
-            _ => None,
+            _ => asked.remove(&snap.id).and_then(running::Asked::answer),
         };
         let stack = captured.map(|c| resolve(sym, &c));
         let mut info = info(snap, stack, now_ms);

@@ -18,7 +18,9 @@
 //! sync call is diagnosed by.
 //!
 //! # Requests
-//! A request is one of [`SLOTS`] static [`Sample`]s, named in the signal's
+//! A dump asks every running goroutine's M before it collects any answer
+//! ([`ask`], [`Asked::answer`]), so a dump waits one [`PATIENCE`] at most
+//! for all of them. A request is one of [`SLOTS`] static [`Sample`]s, named in the signal's
 //! value by its index and a fresh 58-bit token. The handler acts only on a
 //! value whose token is its slot's current one: a value another process or
 //! the program queued with the same signal is ignored, never dereferenced.
@@ -142,46 +144,87 @@ pub(crate) fn install(dumpsig: Option<i32>) {
 /// at most [`PATIENCE`]. `None` if it does not run `g` (any more), does not
 /// answer, or every request slot is taken by unanswered ones.
 pub(crate) fn frames_of(m: &M, g: u64) -> Option<Captured> {
+    ask(m, g)?.answer()
+}
+
+/// A request sent to an M's thread, to be answered ([`Asked::answer`]): a
+/// dump asks every running goroutine's M first and then collects, so the
+/// Ms answer together and the wait is one [`PATIENCE`], not one per M.
+pub(crate) struct Asked {
+    slot: &'static Sample,
+    token: usize,
+    tid: i32,
+    sig: i32,
+    deadline: Instant,
+}
+
+/// Sends the request for goroutine `g`'s frames to `m`'s thread.
+pub(crate) fn ask(m: &M, g: u64) -> Option<Asked> {
     let sig = dump_signal::get();
     let tid = m.tid();
     if sig == 0 || tid == 0 {
         return None;
     }
-    let (slot, s) = SAMPLES.iter().enumerate().find(|(_, s)| {
+    let (index, slot) = SAMPLES.iter().enumerate().find(|(_, s)| {
         s.state
             .compare_exchange(FREE, RESERVED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
     })?;
-    let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed) << 6 | slot;
-    s.token.store(token, Ordering::Relaxed);
-    s.g.store(g, Ordering::Relaxed);
-    let deadline = Instant::now() + PATIENCE;
-    let state = loop {
+    let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed) << 6 | index;
+    slot.token.store(token, Ordering::Relaxed);
+    slot.g.store(g, Ordering::Relaxed);
+    let asked = Asked {
+        slot,
+        token,
+        tid,
+        sig,
+        deadline: Instant::now() + PATIENCE,
+    };
+    asked.send().then_some(asked)
+}
+
+impl Asked {
+    /// (Re)sends the signal; on failure the slot is free again.
+    fn send(&self) -> bool {
         // Release: the token and goroutine are visible to the handler that
         // claims the request.
-        s.state.store(ASKED, Ordering::Release);
-        if !queue_signal(tid, sig, token) {
-            s.state.store(FREE, Ordering::Release);
-            return None;
+        self.slot.state.store(ASKED, Ordering::Release);
+        let sent = queue_signal(self.tid, self.sig, self.token);
+        if !sent {
+            self.slot.state.store(FREE, Ordering::Release);
         }
-        match wait_for_answer(s, deadline) {
-            Some(BUSY) => std::thread::sleep(Duration::from_micros(50)),
-            Some(st) => break st,
-            None => return None, // abandoned: the late handler frees it
-        }
-    };
-    let answer = (state == ANSWERED).then(|| {
-        // SAFETY: the handler published the answer with a Release store we
-        // read with Acquire, and writes the slot no more.
-        let a = unsafe { &*s.answer.get() };
-        let ips = &a.ips[..a.len];
-        match ips.iter().position(|&ip| ip == a.pc) {
-            Some(i) if a.pc != 0 => Captured::interrupted(a.pc, &ips[i + 1..]),
-            _ => Captured::interrupted(a.pc, ips),
-        }
-    });
-    s.state.store(FREE, Ordering::Release);
-    answer
+        sent
+    }
+
+    /// Waits for the answer until the request's deadline, asking again
+    /// while the thread is mid-switch.
+    pub(crate) fn answer(self) -> Option<Captured> {
+        let s = self.slot;
+        let state = loop {
+            match wait_for_answer(s, self.deadline) {
+                Some(BUSY) => {
+                    std::thread::sleep(Duration::from_micros(50));
+                    if !self.send() {
+                        return None;
+                    }
+                }
+                Some(st) => break st,
+                None => return None, // abandoned: the late handler frees it
+            }
+        };
+        let answer = (state == ANSWERED).then(|| {
+            // SAFETY: the handler published the answer with a Release store we
+            // read with Acquire, and writes the slot no more.
+            let a = unsafe { &*s.answer.get() };
+            let ips = &a.ips[..a.len];
+            match ips.iter().position(|&ip| ip == a.pc) {
+                Some(i) if a.pc != 0 => Captured::interrupted(a.pc, &ips[i + 1..]),
+                _ => Captured::interrupted(a.pc, ips),
+            }
+        });
+        s.state.store(FREE, Ordering::Release);
+        answer
+    }
 }
 
 /// Waits until the handler answered request `s` (the answer's state), or
