@@ -490,3 +490,68 @@ mod tests {
         assert!(q.is_empty());
     }
 }
+
+/// loom model of a swap-out racing the wake-up (`scripts/loom.sh
+/// loom_swap`): a waiter's sudog is queued under a lock; the swapper moves it
+/// to the heap through the waiter's [`Site`] while a waker pops whichever
+/// sudog is queued, gives it a value and wakes the waiter; the waiter, once
+/// woken and once the swapper is done (the pin holds a woken G off its M
+/// until then), takes the value back. Over every interleaving: the value
+/// arrives exactly once, the queue ends empty, and a swap-out after the pop
+/// moves nothing.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::runtime::proc::waiter::ThreadWaiter;
+    use crate::runtime::sys::sync_prims::lot;
+    use crate::runtime::wait::guarded::Guarded;
+
+    /// A pointer shared with the model's threads; every touch of what it
+    /// points at is under the queue's lock or ordered by the wake-up.
+    struct Shared(*const ());
+    // SAFETY: see the type's docs; the pointee outlives the threads (joined).
+    unsafe impl Send for Shared {}
+
+    #[test]
+    fn loom_swap_out_races_the_wake_up() {
+        loom::model(|| {
+            let q = Arc::new(Guarded::new(WaitQueue::<u64>::new()));
+            let me = Arc::new(ThreadWaiter::new());
+            let claim = Claim::new(Waiter::Thread(me.clone()));
+            let sg = Sudog::new(None);
+            sg.bind(&claim, 0);
+            q.lock().push(&sg);
+            let relock_q = q.clone();
+            let relock = move |f: &mut dyn FnMut(&mut WaitQueue<u64>)| f(&mut relock_q.lock());
+            let site = Site::new(&sg, true, &relock);
+
+            let s = Shared((&site as *const Site<'_, u64>).cast());
+            let swapper = loom::thread::spawn(move || {
+                let s = s;
+                // SAFETY: the site outlives this thread (joined below).
+                unsafe { &*s.0.cast::<Site<'static, u64>>() }.move_out()
+            });
+            let wq = q.clone();
+            let waker = loom::thread::spawn(move || {
+                let woken = {
+                    let mut l = wq.lock();
+                    l.pop_claimed().map(|c| {
+                        c.give(7);
+                        c.finish(true)
+                    })
+                };
+                woken.expect("the waiter was queued").wake();
+            });
+            lot::wait_until(|| me.is_woken());
+            let moved = swapper.join().unwrap();
+            waker.join().unwrap();
+            if moved {
+                site.move_back();
+            }
+            assert!(site.moved.get().is_null());
+            assert!(sg.success());
+            assert_eq!(sg.take(), Some(7));
+            assert!(q.lock().is_empty());
+        });
+    }
+}
