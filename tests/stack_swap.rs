@@ -219,3 +219,98 @@ fn a_swapped_out_recv_timeout_still_times_out_and_sync_waiters_wake() {
     assert_eq!(*m.lock(), 8);
     assert!(timed.join().unwrap().is_err(), "the timeout ended the wait");
 }
+
+#[test]
+fn swapped_out_socket_readers_read_every_byte_and_time_out() {
+    use std::io::{Read, Write};
+    let _one = init();
+    let _w = common::watchdog(Duration::from_secs(120));
+    const CONNS: usize = 200;
+    let listener = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let since = goro::runtime::stats().stacks_swapped_out;
+    // Server goroutines read 100 bytes each, parked in the poller meanwhile.
+    let server = goro::go!(move || {
+        (0..CONNS)
+            .map(|_| {
+                let (mut s, _) = listener.accept().unwrap();
+                goro::go!(move || {
+                    let mut first = [0u8; 1];
+                    s.read_exact(&mut first).unwrap();
+                    let i = first[0] as usize;
+                    let mut rest = [0u8; 100];
+                    s.read_exact(&mut rest).unwrap();
+                    assert_eq!(rest, payload(i), "connection {i}");
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut clients: Vec<_> = (0..CONNS)
+        .map(|i| {
+            let mut c = goro::net::TcpStream::connect(addr).unwrap();
+            c.write_all(&[i as u8]).unwrap();
+            c
+        })
+        .collect();
+    let readers = server.join().unwrap();
+    // A reader with a deadline that passes while it is swapped out.
+    let (mut idle, _client) = {
+        let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (l.accept().unwrap().0, c)
+    };
+    let timed = goro::go!(move || {
+        idle.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
+        idle.read(&mut [0u8; 1]).map_err(|e| e.kind())
+    });
+    until_swapped_out(since, CONNS + 1);
+    for (i, c) in clients.iter_mut().enumerate() {
+        c.write_all(&payload(i)).unwrap();
+    }
+    readers.into_iter().for_each(|h| h.join().unwrap());
+    assert!(
+        matches!(
+            timed.join().unwrap(),
+            Err(std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock)
+        ),
+        "the deadline ended the read"
+    );
+}
+
+#[test]
+fn a_dump_brings_swapped_out_waiters_in_and_puts_them_back_out() {
+    let _one = init();
+    let _w = common::watchdog(Duration::from_secs(120));
+    let since = goro::runtime::stats().stacks_swapped_out;
+    let (tx, rx) = goro::chan::bounded::<u32>(0);
+    let m = Arc::new(goro::sync::Mutex::new(()));
+    let held = m.lock();
+    let mut hs: Vec<_> = (0..100)
+        .map(|_| {
+            let rx = rx.clone();
+            goro::go!(move || {
+                let _ = rx.recv();
+            })
+        })
+        .collect();
+    hs.extend((0..100).map(|_| {
+        let m = m.clone();
+        goro::go!(move || drop(m.lock()))
+    }));
+    until_swapped_out(since, 200);
+    let before = goro::runtime::stats();
+    let mut dump = Vec::new();
+    goro::runtime::write_goroutines(&mut dump).unwrap();
+    let after = goro::runtime::stats();
+    assert_eq!(
+        after.stacks_swapped_in - before.stacks_swapped_in,
+        after.stacks_swapped_out - before.stacks_swapped_out,
+        "each one brought in for the dump went back out"
+    );
+    assert!(after.stacks_swapped_in - before.stacks_swapped_in >= 200);
+    assert_eq!(after.swapped_bytes, before.swapped_bytes);
+    drop(tx);
+    drop(held);
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(goro::runtime::stats().swapped_bytes, 0, "nothing held once all woke");
+}

@@ -6,8 +6,7 @@
 //! G that was counted as finished but not yet as spawned.
 
 use crate::runtime::proc::state::Sched;
-use crate::runtime::task::g::swap::{HELD_BYTES, SWAPPED_IN};
-use crate::runtime::task::swapper::SWAPPED_OUT;
+use crate::runtime::task::g::swap::{HELD_BYTES, SWAPPED_IN, SWAPPED_OUT};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// A snapshot of the runtime's counters, returned by [`stats`](fn@crate::runtime::stats).

@@ -72,7 +72,7 @@ use crate::runtime::sys::sync_prims::AtomicU64;
 use crate::runtime::task::ids::WaitReason;
 use crate::runtime::wait::guarded::{pop_all, pop_all_into, Guarded};
 use crate::runtime::wait::park::{OnDrop, Parker};
-use crate::runtime::wait::waitq::{Sudog, WaitQueue};
+use crate::runtime::wait::waitq::{park_queued, Sudog, WaitQueue};
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -232,7 +232,9 @@ impl PollDesc {
                 self.arm(when, tag);
             }
         });
-        parker.park(WaitReason::IoWait, unlock);
+        park_queued(&sg, parker, WaitReason::IoWait, unlock, &|f| {
+            f(&mut self.waits.lock().queues[i])
+        });
         remove_net_waiter();
         if claim.winner() == TIMED_OUT {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "socket operation timed out"));

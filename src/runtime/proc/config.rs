@@ -151,7 +151,7 @@ impl Config {
             stack_size,
             pin_threads: self.pin_threads,
             // At least 1 ms when on: 0 means off.
-            swap_after_ms: swap_after.map_or(0, |d| (d.as_millis() as u64).max(1)),
+            swap_after_ms: swap_after.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)),
         }
     }
 }

@@ -42,6 +42,9 @@ impl SysmonLink {
     pub(crate) fn p_acquired(&self) {
         std::sync::atomic::fence(Ordering::SeqCst);
         if self.deep.load(Ordering::SeqCst) && self.deep.swap(false, Ordering::SeqCst) {
+            // The coarse clock stood still while sysmon slept: the Gs about to
+            // park on this P stamp their park with it (the swapper's threshold).
+            crate::runtime::sys::coarse_clock::tick(super::state::sched().nanotime());
             self.note.wake();
         }
     }

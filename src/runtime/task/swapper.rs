@@ -22,7 +22,7 @@ use super::g::swap::{self, pin_parked, swappable, unpin};
 use super::g::{gs_from, GRef};
 use super::stack::{page_size, release_pages};
 use crate::runtime::sys::coarse_clock::coarse_now_ms;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// Most G headers examined per sysmon look.
 pub(crate) const SWEEP_CHUNK: usize = 4096;
@@ -30,9 +30,6 @@ pub(crate) const SWEEP_CHUNK: usize = 4096;
 pub(crate) const BATCH: usize = 32;
 /// While a sweep is under way, sysmon looks again at least this soon.
 pub(crate) const CHUNK_PAUSE_NS: u64 = 1_000_000;
-
-/// Stacks swapped out since the process started.
-pub(crate) static SWAPPED_OUT: AtomicU64 = AtomicU64::new(0);
 
 /// sysmon's side of the sweep.
 pub(crate) struct Swapper {
@@ -96,7 +93,7 @@ impl Swapper {
                 return now_ns + CHUNK_PAUSE_NS;
             }
             self.cursor = None;
-            let again = self.began_ms + self.after_ms / 2;
+            let again = self.began_ms.saturating_add(self.after_ms / 2);
             self.next_ms = match self.soonest_ms {
                 u64::MAX => again,
                 soonest => soonest.max(again),
@@ -150,6 +147,7 @@ impl Swapper {
         if !pin_parked(&g) {
             return;
         }
+
         match swappable(&g).filter(|_| swap::swap_out(&g).is_some()) {
             Some((bottom, top)) => {
                 self.batch.push((g, bottom, top));
@@ -184,7 +182,7 @@ impl Swapper {
         if let Some((lo, hi)) = run {
             let _ = release_pages(lo, hi);
         }
-        SWAPPED_OUT.fetch_add(self.batch.len() as u64, Ordering::Relaxed);
+        swap::SWAPPED_OUT.fetch_add(self.batch.len() as u64, Ordering::Relaxed);
         for (g, _, _) in self.batch.drain(..) {
             unpin(&g);
         }

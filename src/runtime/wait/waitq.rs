@@ -19,7 +19,7 @@
 //!   wakes the owner; it never touches the sudog after the wake.
 
 use super::park::Parker;
-use crate::runtime::proc::waiter::{Claim, Waiter, TIMED_OUT};
+use crate::runtime::proc::waiter::{Claim, Waiter, TIMED_OUT, UNCLAIMED};
 use crate::runtime::task::g::swap::Relocate;
 use crate::runtime::task::g::GRef;
 use crate::runtime::task::ids::WaitReason;
@@ -338,6 +338,14 @@ pub(crate) fn block<T, G>(
     }
 }
 
+/// Parks on `sg`, which the caller queued under the lock `unlock` releases,
+/// bound to a claim beside it on the stack: as [`block`] does, for waits
+/// that manage their own queue and claim (a socket's readiness), so that the
+/// stack swapper may move them to the heap through `relock` meanwhile.
+pub(crate) fn park_queued<T, U>(sg: &Sudog<T>, parker: Parker, reason: WaitReason, unlock: U, relock: Relock<'_, T>) {
+    Site::new(sg, true, relock).park(parker, reason, unlock);
+}
+
 /// A parked sudog wait as the stack swapper sees it (`task/g/swap.rs`): the
 /// sudog on the waiter's stack, whether its claim sits there too, and how to
 /// reach its queue under the lock. While the waiter is swapped out, the
@@ -412,12 +420,20 @@ impl<'a, T> Site<'a, T> {
             // wakers (the heap one unqueued, this one ours).
             unsafe { *self.sg.slot.get() = (*moved.sg.slot.get()).take() };
             self.sg.success.set(moved.sg.success.get());
+            // Who ended the wait, for a waiter that asks its own claim.
+            if let Some(won) = moved.claim.as_ref().map(Claim::winner).filter(|&w| w != UNCLAIMED) {
+                // SAFETY: the stack claim the sudog was bound to, beside it.
+                let _ = unsafe { &*self.sg.claim.get() }.try_claim(won);
+            }
         });
     }
 }
 
 impl<T> Relocate for Site<'_, T> {
     fn move_out(&self) -> bool {
+        if !self.moved.get().is_null() {
+            return true; // out already (a dump brought the stack in for a look)
+        }
         let mut out = false;
         (self.relock)(&mut |q| {
             if !self.sg.queued.get() {

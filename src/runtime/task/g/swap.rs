@@ -155,6 +155,8 @@ fn written_below_the_switch(pattern: u8) -> usize {
     sp.load(Ordering::Relaxed).saturating_sub(lowest)
 }
 
+/// Stacks swapped out since the process started.
+pub(crate) static SWAPPED_OUT: AtomicU64 = AtomicU64::new(0);
 /// Stacks swapped back in since the process started.
 pub(crate) static SWAPPED_IN: AtomicU64 = AtomicU64::new(0);
 /// Gauge: bytes of swapped-out stacks held on the heap.
@@ -241,6 +243,7 @@ pub(super) fn swap_out_pinned(g: &G) {
         if swap_out(g).is_some() {
             // A failed release leaves the pages resident: the copy stays right.
             let _ = release_pages(bottom, top);
+            SWAPPED_OUT.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -308,6 +311,7 @@ impl WaitReason {
                     | WaitReason::SyncWaitGroupWait
                     | WaitReason::Semacquire
                     | WaitReason::SyncOnce
+                    | WaitReason::IoWait
             )
     }
 
