@@ -314,3 +314,20 @@ fn a_dump_brings_swapped_out_waiters_in_and_puts_them_back_out() {
     hs.into_iter().for_each(|h| h.join().unwrap());
     assert_eq!(goro::runtime::stats().swapped_bytes, 0, "nothing held once all woke");
 }
+
+#[test]
+fn a_goroutine_woken_within_the_threshold_is_never_swapped_out() {
+    let _one = init();
+    let _w = common::watchdog(Duration::from_secs(120));
+    let since = goro::runtime::stats().stacks_swapped_out;
+    // Parks of a tenth of the threshold, some right after the runtime idled
+    // (the coarse clock's stamp must be fresh then too).
+    goro::go!(|| {
+        for _ in 0..40 {
+            goro::time::sleep(THRESHOLD / 10);
+        }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(goro::runtime::stats().stacks_swapped_out - since, 0);
+}

@@ -280,13 +280,18 @@ fn deep_sleep(
         let to_due = Duration::from_nanos(due.saturating_sub(s.nanotime()));
         limit = Some(limit.map_or(to_due, |l| l.min(to_due)));
     }
-    match limit {
-        Some(limit) => {
-            s.sysmon.note.sleep_timeout(limit);
+    let woken = match limit {
+        Some(limit) => s.sysmon.note.sleep_timeout(limit),
+        None => {
+            s.sysmon.note.sleep();
+            true
         }
-        None => s.sysmon.note.sleep(),
-    }
+    };
     s.sysmon.deep.store(false, Ordering::SeqCst);
+    if woken {
+        // An M took a P: Gs may have parked since the Ps went idle.
+        swapper.all_idle(false, 0);
+    }
     true
 }
 

@@ -37,15 +37,15 @@ pub(crate) struct Swapper {
     after_ms: u64,
     /// The next header index of the sweep under way, or `None` between sweeps.
     cursor: Option<usize>,
-    /// When the sweep under way began (ms).
-    began_ms: u64,
+    /// When the sweep under way began (ns).
+    began_ns: u64,
     /// The soonest a G this sweep saw parked comes due (ms; `u64::MAX`: none).
     soonest_ms: u64,
     /// When the next sweep begins (ms).
     next_ms: u64,
-    /// Since when every P has been idle (ms), as sysmon last said: no G can
+    /// Since when every P has been idle (ns), as sysmon last said: no G can
     /// have parked since then.
-    idle_from_ms: Option<u64>,
+    idle_from_ns: Option<u64>,
     chunk: Vec<GRef>,
     batch: Vec<(GRef, usize, usize)>,
 }
@@ -56,10 +56,10 @@ impl Swapper {
         Swapper {
             after_ms,
             cursor: None,
-            began_ms: 0,
+            began_ns: 0,
             soonest_ms: u64::MAX,
             next_ms: 0,
-            idle_from_ms: None,
+            idle_from_ns: None,
             chunk: Vec::new(),
             batch: Vec::new(),
         }
@@ -75,7 +75,7 @@ impl Swapper {
         let now_ms = now_ns / 1_000_000;
         if self.cursor.is_none() && now_ms >= self.next_ms {
             self.cursor = Some(0);
-            self.began_ms = now_ms;
+            self.began_ns = now_ns;
             self.soonest_ms = u64::MAX;
         }
         if let Some(from) = self.cursor {
@@ -93,7 +93,7 @@ impl Swapper {
                 return now_ns + CHUNK_PAUSE_NS;
             }
             self.cursor = None;
-            let again = self.began_ms.saturating_add(self.after_ms / 2);
+            let again = (self.began_ns / 1_000_000).saturating_add(self.after_ms / 2);
             self.next_ms = match self.soonest_ms {
                 u64::MAX => again,
                 soonest => soonest.max(again),
@@ -106,9 +106,9 @@ impl Swapper {
     /// so, no G parks.
     pub(crate) fn all_idle(&mut self, idle: bool, now_ns: u64) {
         if !idle {
-            self.idle_from_ms = None;
-        } else if self.idle_from_ms.is_none() {
-            self.idle_from_ms = Some(now_ns / 1_000_000);
+            self.idle_from_ns = None;
+        } else if self.idle_from_ns.is_none() {
+            self.idle_from_ns = Some(now_ns);
         }
     }
 
@@ -117,7 +117,9 @@ impl Swapper {
     /// began after the Ps went idle (it saw every parked G there will be) and
     /// found none that will come due; then never.
     pub(crate) fn next_look(&self, now_ns: u64) -> u64 {
-        let saw_all = self.idle_from_ms.is_some_and(|idle| self.began_ms >= idle);
+        // Strictly after: a sweep in the same instant may have missed a G
+        // that parked just before the Ps went idle.
+        let saw_all = self.idle_from_ns.is_some_and(|idle| self.began_ns > idle);
         if self.after_ms == 0 {
             u64::MAX
         } else if self.cursor.is_some() {
