@@ -237,6 +237,13 @@ async fn parked_rss<R: Runtime>(n: u64) -> Measure {
             R::sleep(PARK_FOR).await;
         }));
     }
+    until_started::<R>(n).await;
+    ((vm_rss_kib() as f64 - before as f64) / n as f64, "KiB")
+}
+
+/// Waits until `n` tasks have counted themselves in [`STARTED`]; fails after
+/// [`START_DEADLINE`].
+async fn until_started<R: Runtime>(n: u64) {
     let t = Instant::now();
     while STARTED.load(Ordering::Relaxed) < n {
         if t.elapsed() > START_DEADLINE {
@@ -248,7 +255,6 @@ async fn parked_rss<R: Runtime>(n: u64) -> Measure {
         }
         R::sleep(Duration::from_millis(1)).await;
     }
-    ((vm_rss_kib() as f64 - before as f64) / n as f64, "KiB")
 }
 
 /// `idle_rss`: N tasks, each parked receiving on a channel of its own (capacity
@@ -266,17 +272,7 @@ async fn idle_rss<R: Runtime>(n: u64) -> Measure {
             let _ = R::recv(&mut rx).await;
         }));
     }
-    let t = Instant::now();
-    while STARTED.load(Ordering::Relaxed) < n {
-        if t.elapsed() > START_DEADLINE {
-            fail(&format!(
-                "only {}/{n} {}s started after {START_DEADLINE:?}",
-                STARTED.load(Ordering::Relaxed),
-                R::TASK
-            ));
-        }
-        R::sleep(Duration::from_millis(1)).await;
-    }
+    until_started::<R>(n).await;
     R::sleep(IDLE_FOR).await;
     let kib = (vm_rss_kib() as f64 - before as f64) / n as f64;
     std::mem::forget(senders);
