@@ -18,6 +18,7 @@ use std::path::Path;
 /// Code addresses of a stack, innermost first, not yet resolved: return
 /// addresses, as the unwinder reports them (the symbolizer looks one byte
 /// back, into the call).
+#[derive(Clone)]
 pub(crate) struct Captured(Vec<usize>);
 
 /// The most frames a capture keeps.

@@ -71,7 +71,12 @@ pub(crate) fn inspect(g: &G, id: u64) -> Option<Captured> {
         // and pinned by SCAN: no M may resume it until we clear the bit, so
         // this thread owns it.
         let ctx = unsafe { g.ctx() };
-        // A swapped-out stack comes back for the capture, and goes out again.
+        if let Some(frames) = swap::frames_while_out(g) {
+            swap::unpin(g);
+            return Some(frames);
+        }
+        // A swapped-out stack comes back for the capture, and goes out again
+        // with the frames, which later dumps then reuse.
         // SAFETY: as above.
         let was_out = unsafe { swap::take_swapped(g) } > 0;
         let captured = ctx.coroutine.take().and_then(|mut co| {
@@ -86,6 +91,9 @@ pub(crate) fn inspect(g: &G, id: u64) -> Option<Captured> {
         });
         if was_out {
             swap::swap_out_pinned(g);
+            if let Some(c) = &captured {
+                swap::remember_frames(g, c);
+            }
         }
         captured
     } else {

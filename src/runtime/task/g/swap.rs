@@ -27,6 +27,7 @@
 //! a probe coroutine.
 
 use super::{Status, G, SCAN};
+use crate::runtime::sys::frames::Captured;
 use crate::runtime::task::ids::WaitReason;
 use crate::runtime::task::stack::{any_resident, page_size, release_pages};
 use corosensei::stack::{DefaultStack, Stack};
@@ -75,6 +76,9 @@ impl G {
 pub(crate) struct Swapped {
     lo: usize,
     bytes: Box<[u8]>,
+    /// Where the G is parked, once a dump has looked: its frames do not
+    /// change while it is out, so later dumps need not bring it in.
+    frames: Option<Captured>,
 }
 
 impl Swapped {
@@ -230,7 +234,11 @@ pub(crate) fn swap_out(g: &G) -> Option<usize> {
     let bytes: Box<[u8]> = unsafe { std::slice::from_raw_parts(lo as *const u8, top - lo) }.into();
     let len = bytes.len();
     // SAFETY: pinned and off its stack (the caller's contract): we own it.
-    unsafe { g.ctx() }.swapped = Some(Swapped { lo, bytes });
+    unsafe { g.ctx() }.swapped = Some(Swapped {
+        lo,
+        bytes,
+        frames: None,
+    });
     g.out.store(true, Ordering::Relaxed);
     HELD_BYTES.fetch_add(len as u64, Ordering::Relaxed);
     Some(len)
@@ -245,6 +253,20 @@ pub(super) fn swap_out_pinned(g: &G) {
             let _ = release_pages(bottom, top);
             SWAPPED_OUT.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+/// The frames a dump recorded of a pinned, swapped-out G, if one did.
+pub(crate) fn frames_while_out(g: &G) -> Option<Captured> {
+    // SAFETY: pinned (the caller's contract): we own the G.
+    unsafe { g.ctx() }.swapped.as_ref().and_then(|s| s.frames.clone())
+}
+
+/// Keeps `frames` with a pinned G's swapped-out stack, for later dumps.
+pub(crate) fn remember_frames(g: &G, frames: &Captured) {
+    // SAFETY: pinned (the caller's contract): we own the G.
+    if let Some(s) = unsafe { g.ctx() }.swapped.as_mut() {
+        s.frames = Some(frames.clone());
     }
 }
 
