@@ -55,7 +55,7 @@ impl fmt::Display for GoState {
     }
 }
 
-/// One live goroutine in a dump ([`goroutines`]). `Display` prints it as Go's
+/// One live goroutine in a dump ([`goroutines`](crate::runtime::goroutines)). `Display` prints it as Go's
 /// traceback does:
 ///
 /// ```text

@@ -138,7 +138,7 @@ impl Swapper {
     /// Swaps `g`'s stack out if it has been parked long enough in a wait
     /// that allows it; notes when it will be, if not yet.
     fn consider(&mut self, g: GRef) {
-        if !swap::parked_off_stack_hint(&g) {
+        if !swap::swap_candidate(&g) {
             return;
         }
         let due = g.wait_since_ms().saturating_add(self.after_ms);
@@ -150,14 +150,15 @@ impl Swapper {
             return;
         }
 
-        match swappable(&g).filter(|_| swap::swap_out(&g).is_some()) {
-            Some((bottom, top)) => {
-                self.batch.push((g, bottom, top));
-                if self.batch.len() == BATCH {
-                    self.flush();
-                }
-            }
-            None => unpin(&g),
+        let Some((bottom, top)) = swappable(&g) else {
+            return unpin(&g);
+        };
+        if swap::swap_out(&g).is_none() {
+            return unpin(&g);
+        }
+        self.batch.push((g, bottom, top));
+        if self.batch.len() == BATCH {
+            self.flush();
         }
     }
 

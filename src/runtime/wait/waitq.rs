@@ -21,7 +21,6 @@
 use super::park::Parker;
 use crate::runtime::proc::waiter::{Claim, Waiter, TIMED_OUT, UNCLAIMED};
 use crate::runtime::task::g::swap::Relocate;
-use crate::runtime::task::g::GRef;
 use crate::runtime::task::ids::WaitReason;
 use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
@@ -319,16 +318,14 @@ pub(crate) fn block<T, G>(
         None => {
             let claim = Claim::new(parker.waiter());
             sg.bind(&claim, 0);
-            let site = Site::new(sg, true, relock);
-            site.park(parker, reason, guard);
+            Site::new(sg, true, relock).park_with(parker, |p| p.park(reason, guard));
             true
         }
         Some(d) => {
             // The timer may outlive this frame, so this claim is shared.
             let claim = Arc::new(Claim::new(parker.waiter()));
             sg.bind(&claim, 0);
-            let site = Site::new(sg, false, relock);
-            site.park_timeout(parker, reason, guard, &claim, d);
+            Site::new(sg, false, relock).park_with(parker, |p| p.park_timeout(reason, guard, &claim, d));
             if claim.winner() == TIMED_OUT {
                 relock(&mut |q| q.remove(sg));
                 return false;
@@ -343,7 +340,7 @@ pub(crate) fn block<T, G>(
 /// that manage their own queue and claim (a socket's readiness), so that the
 /// stack swapper may move them to the heap through `relock` meanwhile.
 pub(crate) fn park_queued<T, U>(sg: &Sudog<T>, parker: Parker, reason: WaitReason, unlock: U, relock: Relock<'_, T>) {
-    Site::new(sg, true, relock).park(parker, reason, unlock);
+    Site::new(sg, true, relock).park_with(parker, |p| p.park(reason, unlock));
 }
 
 /// A parked sudog wait as the stack swapper sees it (`task/g/swap.rs`): the
@@ -374,27 +371,15 @@ impl<'a, T> Site<'a, T> {
         }
     }
 
+    /// Parks through `park` with this site recorded in the parking G (the
+    /// swapper's way to its records), then forgets it and takes the records
+    /// back from the heap if the swapper moved them there.
     #[inline]
-    fn park<U>(&self, parker: Parker, reason: WaitReason, guard: U) {
+    fn park_with(&self, parker: Parker, park: impl FnOnce(Parker)) {
         let g = parker.g();
         // SAFETY: the running G, on itself; the site outlives the park.
         g.inspect(|g| unsafe { g.set_wait_site(Some(self)) });
-        parker.park(reason, guard);
-        self.back(g);
-    }
-
-    fn park_timeout<U>(&self, parker: Parker, reason: WaitReason, guard: U, claim: &Arc<Claim>, d: Duration) {
-        let g = parker.g();
-        // SAFETY: as in `park`.
-        g.inspect(|g| unsafe { g.set_wait_site(Some(self)) });
-        parker.park_timeout(reason, guard, claim, d);
-        self.back(g);
-    }
-
-    /// After the park: forgets the site and takes the records back from the
-    /// heap if the swapper moved them there.
-    #[inline]
-    fn back(&self, g: Option<GRef>) {
+        park(parker);
         if let Some(g) = g {
             // SAFETY: the running G, on itself.
             unsafe { g.set_wait_site(None) };

@@ -8,9 +8,10 @@
 //! # Who may touch what
 //! - A G's stack is swapped out only while it is pinned ([`pin_parked`]:
 //!   `SCAN` in its `Waiting` status, as a dump's inspection pins it), off its
-//!   stack and parked in a wait whose records all live off its stack
-//!   ([`WaitReason::records_off_stack`]): no waker reads or writes the stack,
-//!   and no `ready` can hand the G to an M until the pin is released.
+//!   stack and parked in a wait whose records live off its stack
+//!   ([`WaitReason::records_off_stack`]) or have just been moved off it by
+//!   the wait's [`Relocate`] site: no waker reads or writes the stack, and no
+//!   `ready` can hand the G to an M until the pin is released.
 //! - The copy ([`Swapped`]) is kept in the G's owner-only context. The
 //!   swapper stores it before unpinning (`Release`); the waker's status CAS
 //!   (`Acquire`, `G::cas_status`) and the run queue's hand-over order that
@@ -167,9 +168,9 @@ pub(crate) static SWAPPED_IN: AtomicU64 = AtomicU64::new(0);
 pub(crate) static HELD_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// A sweep's cheap look, without pinning: whether `g` is parked, not yet
-/// swapped out, in a wait that keeps nothing on its stack. Any answer may
+/// swapped out, in a wait that may be swapped ([`WaitReason::may_swap`]). Any answer may
 /// be stale; [`swappable`] decides under the pin.
-pub(crate) fn parked_off_stack_hint(g: &G) -> bool {
+pub(crate) fn swap_candidate(g: &G) -> bool {
     !g.out.load(Ordering::Relaxed)
         && g.status.load(Ordering::Relaxed) == Status::Waiting as u8
         && g.wait_reason().may_swap()
