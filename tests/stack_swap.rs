@@ -331,3 +331,41 @@ fn a_goroutine_woken_within_the_threshold_is_never_swapped_out() {
     .unwrap();
     assert_eq!(goro::runtime::stats().stacks_swapped_out - since, 0);
 }
+
+/// Dumps taken while the sweep pins goroutines to swap them out list every
+/// goroutine with its frames (a dump waits out the sweep's pin).
+#[inline(never)]
+fn parked_for_the_dump(rx: goro::chan::Receiver<u8>) {
+    let _ = rx.recv();
+}
+
+#[test]
+fn dumps_racing_the_sweep_show_every_goroutine_s_frames() {
+    let _one = init();
+    let _w = common::watchdog(Duration::from_secs(120));
+    let (tx, rx) = goro::chan::bounded::<u8>(0);
+    let hs: Vec<_> = (0..2000)
+        .map(|_| {
+            let rx = rx.clone();
+            goro::go!(move || parked_for_the_dump(rx))
+        })
+        .collect();
+    let since = goro::runtime::stats().stacks_swapped_out;
+    while goro::runtime::stats().stacks_swapped_out - since < 2000 {
+        let mut text = Vec::new();
+        goro::runtime::write_goroutines(&mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        // Goroutine entries are separated by blank lines (Go's format).
+        let bare: Vec<&str> = text
+            .split("\n\n")
+            .filter(|e| e.contains("[chan receive") && !e.contains("parked_for_the_dump"))
+            .collect();
+        assert!(
+            bare.is_empty(),
+            "parked goroutines without frames: {:?}",
+            &bare[..bare.len().min(2)]
+        );
+    }
+    drop(tx);
+    hs.into_iter().for_each(|h| h.join().unwrap());
+}

@@ -17,6 +17,10 @@ use std::sync::atomic::Ordering;
 /// (the unwinder's capture needs a few KiB).
 const INSPECT_ROOM: usize = 8 << 10;
 
+/// Yields a dump waits, at most, for a G that has just parked to be off its
+/// stack (its M's next few instructions).
+const OFF_CPU_PATIENCE: usize = 1000;
+
 /// A live G as a dump sees it ([`snapshot`]).
 pub(crate) struct Snapshot {
     pub(crate) id: u64,
@@ -60,7 +64,15 @@ pub(crate) fn snapshot(g: &G) -> Option<Snapshot> {
 /// not parked and off its stack, is no longer goroutine `id`, or has too
 /// little stack left for the capture.
 pub(crate) fn inspect(g: &G, id: u64) -> Option<Captured> {
-    if !swap::pin_parked(g) {
+    // A G that has just turned `Waiting` is still switching out: its M marks
+    // it off its stack a moment later.
+    for _ in 0..OFF_CPU_PATIENCE {
+        if g.off_cpu.load(Ordering::Acquire) || g.status() != Status::Waiting {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    if !swap::pin_parked_waiting(g) {
         return None;
     }
     // `off_cpu` first: its Acquire makes this park's `resume_sp` visible.

@@ -186,6 +186,23 @@ pub(crate) fn pin_parked(g: &G) -> bool {
         .is_ok()
 }
 
+/// As [`pin_parked`], waiting out another pin (the swapper's, or another
+/// dump's, held for the time of one copy or one backtrace) instead of
+/// giving up: a dump must see every parked G.
+pub(crate) fn pin_parked_waiting(g: &G) -> bool {
+    let waiting = Status::Waiting as u8;
+    loop {
+        match g
+            .status
+            .compare_exchange(waiting, waiting | SCAN, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => return true,
+            Err(actual) if actual == waiting | SCAN => std::thread::yield_now(),
+            Err(_) => return false,
+        }
+    }
+}
+
 /// Releases a [`pin_parked`] pin: what the pinning thread did to the G
 /// happens-before whatever its waker does next (`Release`).
 pub(crate) fn unpin(g: &G) {
