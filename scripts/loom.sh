@@ -2,7 +2,7 @@
 # Runs the loom models (every `loom_*` test; see docs/GUARANTEES.md for the list):
 # the run queue ring and runnext, the worker parking protocol and retake handshake
 # (src/runtime/loom_models.rs), channels and select! (src/chan/loom_models.rs),
-# a swap-out racing a wake-up (src/runtime/wait/waitq.rs),
+# a swap-out racing a wake-up (src/runtime/wait/waitq.rs, src/chan/select.rs),
 # WaitGroup, Mutex, Once (src/sync/loom_models.rs), poll descriptors
 # (src/runtime/netpoll/loom_models.rs), and the execution trace's chunks
 # (src/runtime/loom_models.rs). scripts/loom_mutants.py checks they catch bugs.

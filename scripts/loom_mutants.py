@@ -28,6 +28,8 @@ MUTANTS = [
     ("trace full chunk left in active", "src/runtime/sys/trace_buf.rs", "                    state.active.retain(|&(buf, _)| buf != me);\n                    state.full.push_back(old);", "                    state.full.push_back(old);", "loom_trace"),
     ("waitgroup done never wakes", "src/sync/waitgroup.rs", "            all.into_iter().for_each(|w| w.wake());", "            drop(all);", "loom_waitgroup"),
     ("select leaves losers queued", "src/chan/select.rs", "            unsafe { c.unregister() };", "            let _ = c;", "loom_select_takes"),
+    ("select swap-out ignores a won claim", "src/chan/select.rs", "        if self.claim.winner() != UNCLAIMED {\n            return false;", "        if false {\n            return false;", "loom_select_swap"),
+    ("swap-out moves a claimed sudog", "src/runtime/wait/waitq.rs", "            if !self.sg.queued.get() {\n                return; // claimed: the waiter is being woken\n            }", "", "loom_swap"),
     ("once: done stored before running", "src/sync/once.rs", "        st.running = true;\n        drop(st);", "        st.running = true;\n        self.done.store(true, Ordering::Release);\n        drop(st);", "loom_once"),
     ("note wake skips futex", "src/runtime/sys/note.rs", "            futex::wake_one(&self.state);", "            // none", "loom_global"),
     ("block_on parks without checking notified", "src/block_on.rs", "        if std::mem::take(&mut st.notified) {", "        if false && std::mem::take(&mut st.notified) {", "loom_block_on"),

@@ -198,6 +198,66 @@ fn values_reach_swapped_out_receivers_and_leave_swapped_out_senders_whole() {
     }
 }
 
+/// Which arm of its `select!` a swapped-out goroutine ran, and what it got.
+#[derive(Debug, PartialEq)]
+enum Arm {
+    Received([u8; 100]),
+    Sent,
+    Quit,
+}
+
+#[test]
+fn swapped_out_selects_run_exactly_the_arm_that_won_with_every_byte() {
+    let _one = init();
+    let _w = common::watchdog(Duration::from_secs(300));
+    let gs = if cfg!(debug_assertions) { 9_000 } else { 60_000 };
+    let since = goro::runtime::stats().stacks_swapped_out;
+    // Every goroutine selects over its own channel in, its own channel out
+    // (offering its payload) and one quit channel that all of them queue on.
+    let (quit_tx, quit_rx) = goro::chan::bounded::<()>(0);
+    let crowd: Vec<_> = (0..gs)
+        .map(|i| {
+            let (in_tx, in_rx) = goro::chan::bounded::<[u8; 100]>(0);
+            let (out_tx, out_rx) = goro::chan::bounded::<[u8; 100]>(0);
+            let quit = quit_rx.clone();
+            let h = goro::go!(move || {
+                let mine = std::hint::black_box(payload(i ^ 0x5a5a));
+                let arm = goro::select! {
+                    recv(in_rx) -> v => Arm::Received(v.unwrap()),
+                    send(out_tx, payload(i)) -> r => { r.unwrap(); Arm::Sent },
+                    recv(quit) -> v => { assert!(v.is_err()); Arm::Quit },
+                };
+                assert_eq!(mine, payload(i ^ 0x5a5a), "a local of goroutine {i}");
+                arm
+            });
+            (in_tx, out_rx, h)
+        })
+        .collect();
+    until_swapped_out(since, gs);
+    // A third get a value, a third have their offer taken, a third are
+    // ended by the quit channel's close (a broadcast over the queue).
+    let mut left = Vec::new();
+    for (i, (in_tx, out_rx, h)) in crowd.into_iter().enumerate() {
+        match i % 3 {
+            0 => {
+                in_tx.send(payload(i)).unwrap();
+                assert_eq!(h.join().unwrap(), Arm::Received(payload(i)), "goroutine {i}");
+            }
+            1 => {
+                assert_eq!(out_rx.recv().unwrap(), payload(i), "goroutine {i}'s offer");
+                assert_eq!(h.join().unwrap(), Arm::Sent, "goroutine {i}");
+            }
+            _ => left.push((i, in_tx, out_rx, h)),
+        }
+    }
+    drop(quit_tx);
+    for (i, in_tx, out_rx, h) in left {
+        assert_eq!(h.join().unwrap(), Arm::Quit, "goroutine {i}");
+        // Its other arms left their channels: nobody waits there any more.
+        assert!(in_tx.try_send(payload(i)).is_err() && out_rx.try_recv().is_err());
+    }
+}
+
 #[test]
 fn a_swapped_out_recv_timeout_still_times_out_and_sync_waiters_wake() {
     let _one = init();

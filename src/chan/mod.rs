@@ -67,7 +67,7 @@ use std::time::Duration;
 /// Internals used by the `select!` macro expansion. Not part of the API.
 #[doc(hidden)]
 pub mod __private {
-    pub use super::select::{select, select_forever, Case, Ctx, LockRef, RecvCase, SendCase};
+    pub use super::select::{select, select_forever, Case, ClaimRef, Ctx, LockRef, RecvCase, SendCase};
 }
 
 /// Creates a channel with `cap` buffer slots: Go's `make(chan T, cap)`.

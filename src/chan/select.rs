@@ -11,6 +11,12 @@
 //!    close), fills that case's sudog and wakes us. We lock everything again and
 //!    take our other sudogs out of their queues, so no stale waiter is left behind.
 //!
+//! A select parked past `Config::swap_idle_after` may have its stack swapped
+//! out: the swapper then locks every channel, as step 1 does, and only if no
+//! case has won yet moves each queued sudog to the heap, all bound to one heap
+//! claim, so exactly one case can still win and nobody writes the stack
+//! ([`SelectSite`]). Step 4 moves them back under its locks.
+//!
 //! The macro half evaluates every operand once, in source order, into a case object
 //! on the caller's stack, calls [`select`], then runs the winning arm's body inline
 //! (so `break`, `continue`, `return` and `?` act on the caller's code).
@@ -18,7 +24,9 @@
 use super::channel::{wake_one, Chan, Wake};
 use super::error::{RecvError, SendError};
 use super::{Receiver, Sender};
-use crate::runtime::wait::{Claim, OnDrop, Parker, RawMutex, Sudog, WaitReason, Waiter};
+use crate::runtime::wait::{
+    park_at, Claim, HeapClaim, HeapSudog, OnDrop, Parker, RawMutex, Relocate, Sudog, WaitReason, Waiter, UNCLAIMED,
+};
 use std::cell::Cell;
 
 /// Per-select scratch the cases share with the select loop. Opaque outside.
@@ -43,6 +51,11 @@ impl LockRef<'_> {
         self.0.order_key()
     }
 }
+
+/// The claim a case's sudog is bound to, as a case sees it. Opaque outside.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct ClaimRef<'a>(&'a Claim);
 
 /// One arm of a `select!`, type-erased. Implemented by [`RecvCase`] and
 /// [`SendCase`]; not for use outside the macro.
@@ -72,6 +85,18 @@ pub unsafe trait Case {
     /// # Safety
     /// The lock is held.
     unsafe fn unregister(&self);
+    /// Lock held, the select's G pinned by the stack swapper and no case won
+    /// yet: moves this case's queued sudog to the heap, bound to `claim`.
+    ///
+    /// # Safety
+    /// The lock is held; `claim` outlives the heap sudog's stay in the queue.
+    unsafe fn move_out(&self, claim: ClaimRef<'_>);
+    /// Lock held, back from the park: takes the sudog's outcome back from the
+    /// heap (and its place in the queue, if it is still there).
+    ///
+    /// # Safety
+    /// The lock is held.
+    unsafe fn move_back(&self);
     /// After winning through a wake-up: moves the result out of the sudog.
     fn finish_woken(&self);
     /// Marks this case as the one that ran.
@@ -83,6 +108,7 @@ pub unsafe trait Case {
 pub struct RecvCase<'a, T> {
     chan: &'a Chan<T>,
     sudog: Sudog<T>,
+    heap: HeapSudog<T>,
     result: Cell<Option<Result<T, RecvError>>>,
     selected: Cell<bool>,
 }
@@ -97,6 +123,7 @@ impl<'a, T> RecvCase<'a, T> {
         RecvCase {
             chan: &rx.chan,
             sudog: Sudog::new(None),
+            heap: HeapSudog::new(),
             result: Cell::new(None),
             selected: Cell::new(false),
         }
@@ -149,6 +176,18 @@ unsafe impl<T> Case for RecvCase<'_, T> {
         self.chan.receiver_waits(false);
     }
 
+    unsafe fn move_out(&self, claim: ClaimRef<'_>) {
+        // SAFETY: the lock is held (caller's contract).
+        let q = &mut unsafe { self.chan.state_locked() }.recvq;
+        self.heap.move_out(q, &self.sudog, claim.0);
+    }
+
+    unsafe fn move_back(&self) {
+        // SAFETY: the lock is held (caller's contract).
+        self.heap
+            .move_back(&mut unsafe { self.chan.state_locked() }.recvq, &self.sudog);
+    }
+
     fn finish_woken(&self) {
         self.chan.receiver_waits(false);
         self.result.set(Some(self.sudog.take().ok_or(RecvError)));
@@ -164,6 +203,7 @@ unsafe impl<T> Case for RecvCase<'_, T> {
 pub struct SendCase<'a, T> {
     chan: &'a Chan<T>,
     sudog: Sudog<T>,
+    heap: HeapSudog<T>,
     result: Cell<Option<Result<(), SendError<T>>>>,
     selected: Cell<bool>,
 }
@@ -175,6 +215,7 @@ impl<'a, T> SendCase<'a, T> {
         SendCase {
             chan: &tx.chan,
             sudog: Sudog::new(Some(value)),
+            heap: HeapSudog::new(),
             result: Cell::new(None),
             selected: Cell::new(false),
         }
@@ -227,6 +268,18 @@ unsafe impl<T> Case for SendCase<'_, T> {
     unsafe fn unregister(&self) {
         // SAFETY: the lock is held (caller's contract).
         unsafe { self.chan.state_locked() }.sendq.remove(&self.sudog);
+    }
+
+    unsafe fn move_out(&self, claim: ClaimRef<'_>) {
+        // SAFETY: the lock is held (caller's contract).
+        let q = &mut unsafe { self.chan.state_locked() }.sendq;
+        self.heap.move_out(q, &self.sudog, claim.0);
+    }
+
+    unsafe fn move_back(&self) {
+        // SAFETY: the lock is held (caller's contract).
+        self.heap
+            .move_back(&mut unsafe { self.chan.state_locked() }.sendq, &self.sudog);
     }
 
     fn finish_woken(&self) {
@@ -340,9 +393,17 @@ pub unsafe fn select(cases: &[&dyn Case], has_default: bool) {
         drop(locks);
         woken.into_iter().for_each(Waiter::wake);
     });
-    parker.park(WaitReason::Select, unlock);
-    let won = claim.winner() as usize;
+    let site = SelectSite {
+        cases,
+        claim: &claim,
+        heap: HeapClaim::new(),
+    };
+    park_at(&site, parker, |p| p.park(WaitReason::Select, unlock));
     let locks = LockSet::lock(cases);
+    if site.heap.is_out() {
+        site.move_back();
+    }
+    let won = claim.winner() as usize;
     for (i, c) in cases.iter().enumerate() {
         if i != won {
             // SAFETY: every case's channel is locked.
@@ -352,6 +413,50 @@ pub unsafe fn select(cases: &[&dyn Case], has_default: bool) {
     drop(locks);
     cases[won].finish_woken();
     cases[won].mark_selected();
+}
+
+/// A parked select as the stack swapper sees it (module docs): its cases and
+/// the claim they share on the select's frame.
+struct SelectSite<'s, 'a> {
+    cases: &'s [&'a dyn Case],
+    claim: &'s Claim,
+    /// The claim the cases' heap sudogs share while the stack is out.
+    heap: HeapClaim,
+}
+
+impl SelectSite<'_, '_> {
+    /// Every case's channel locked, back from the park: the cases' sudogs
+    /// back from the heap, then who won handed to the stack claim.
+    #[cold]
+    #[inline(never)]
+    fn move_back(&self) {
+        for c in self.cases {
+            // SAFETY: the caller holds every case's channel lock.
+            unsafe { c.move_back() };
+        }
+        self.heap.hand_back(self.claim);
+    }
+}
+
+impl Relocate for SelectSite<'_, '_> {
+    fn move_out(&self) -> bool {
+        if self.heap.is_out() {
+            return true; // out already (a dump brought the stack in for a look)
+        }
+        let _locks = LockSet::lock(self.cases);
+        // Every claimer holds one of these locks: unclaimed now, nobody can
+        // end the wait until every sudog is bound to the heap claim.
+        if self.claim.winner() != UNCLAIMED {
+            return false; // the wait is ending: the G is being woken
+        }
+        let heap = self.heap.make(self.claim);
+        for c in self.cases {
+            // SAFETY: every case's channel is locked; the heap claim lives
+            // until `move_back` has taken every heap sudog out.
+            unsafe { c.move_out(ClaimRef(heap)) };
+        }
+        true
+    }
 }
 
 /// Panics if one case object is named twice: its sudog would be queued twice.
@@ -679,5 +784,88 @@ mod tests {
         h.join().unwrap();
         let mut l = quiet_rx.chan.lock();
         assert_eq!(l.st().recvq.len(), 0, "stale select waiters left on the quiet channel");
+    }
+}
+
+/// loom model of the stack swapper moving a parked select's sudogs to the
+/// heap (`scripts/loom.sh loom_select_swap`) while a sender offers a value on
+/// one case's channel and the other case's channel closes: exactly one case
+/// wins, through the stack claim or the heap one; the value arrives iff its
+/// case won (the sender sees `Full` otherwise); no sudog stays queued.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::chan::{bounded, TrySendError};
+
+    /// A pointer shared with the model's swapper thread; the site outlives it
+    /// (joined) and every touch of what it moves is under the channels' locks.
+    struct Shared(*const ());
+    // SAFETY: see the type's docs.
+    unsafe impl Send for Shared {}
+
+    #[test]
+    fn loom_select_swap_out_races_a_send_and_a_close() {
+        loom::model(|| {
+            let (tx_a, rx_a) = bounded::<u64>(0);
+            let (tx_b, rx_b) = bounded::<u64>(0);
+            // SAFETY: fresh locals, each named once, taken at most once.
+            let (a, b) = unsafe { (RecvCase::new(&rx_a), RecvCase::new(&rx_b)) };
+            let cases: [&dyn Case; 2] = [&a, &b];
+            let parker = Parker::new();
+            let claim = Claim::new(parker.waiter());
+            let mut cx = Ctx {
+                wake: None,
+                claim: &claim,
+                woken: Vec::new(),
+            };
+            let locks = LockSet::lock(&cases);
+            for (i, c) in cases.iter().enumerate() {
+                // SAFETY: locked; `claim` outlives both sudogs' stay.
+                unsafe { c.register(&mut cx, i as u32) };
+            }
+            drop(locks);
+            let site = SelectSite {
+                cases: &cases,
+                claim: &claim,
+                heap: HeapClaim::new(),
+            };
+            let s = Shared((&site as *const SelectSite<'_, '_>).cast());
+            let swapper = loom::thread::spawn(move || {
+                let s = s;
+                // SAFETY: the site outlives this thread (joined below).
+                unsafe { &*s.0.cast::<SelectSite<'static, 'static>>() }.move_out()
+            });
+            let closer = loom::thread::spawn(move || drop(tx_a));
+            let sent = tx_b.try_send(7);
+            parker.park(WaitReason::Select, ());
+            swapper.join().unwrap();
+            closer.join().unwrap();
+            let locks = LockSet::lock(&cases);
+            if site.heap.is_out() {
+                site.move_back();
+            }
+            let won = claim.winner() as usize;
+            for (i, c) in cases.iter().enumerate() {
+                if i != won {
+                    // SAFETY: locked.
+                    unsafe { c.unregister() };
+                }
+            }
+            drop(locks);
+            cases[won].finish_woken();
+            match (won, sent) {
+                (0, Err(TrySendError::Full(7))) => assert_eq!(a.take(), Err(RecvError)),
+                (1, Ok(())) => assert_eq!(b.take(), Ok(7)),
+                (w, s) => panic!("case {w} won, the send said {s:?}"),
+            }
+            for rx in [&rx_a, &rx_b] {
+                let mut l = rx.chan.lock();
+                assert!(
+                    l.st().recvq.is_empty() && l.st().sendq.is_empty(),
+                    "a sudog stayed queued"
+                );
+            }
+            assert!(!site.heap.is_out());
+        });
     }
 }

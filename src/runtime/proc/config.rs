@@ -124,8 +124,8 @@ impl Config {
     /// copied back to the same addresses before it next runs (a few µs, paid
     /// only by goroutines that slept that long). Applies to goroutines parked
     /// in `time::sleep`, `join`, a channel's `send`/`recv`, `goro::sync`
-    /// waits and socket reads and writes, whose wait records move to the heap
-    /// with it (not `select!` or `block_on`). Rounded to whole milliseconds.
+    /// waits, `select!` and socket reads and writes, whose wait records move to
+    /// the heap with it (not `block_on`). Rounded to whole milliseconds.
     ///
     /// A thread that borrows a goroutine's locals (a `crossbeam::scope`
     /// thread) must be done with them before the goroutine waits that long:

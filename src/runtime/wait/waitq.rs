@@ -343,22 +343,124 @@ pub(crate) fn park_queued<T, U>(sg: &Sudog<T>, parker: Parker, reason: WaitReaso
     Site::new(sg, true, relock).park_with(parker, |p| p.park(reason, unlock));
 }
 
+/// Parks through `park` with `site` recorded in the parking G, the stack
+/// swapper's way to the wait's records, and forgets it once the G is back.
+/// Returns whether a G parked (a plain thread's wait is never swapped).
+#[inline]
+pub(crate) fn park_at(site: &dyn Relocate, parker: Parker, park: impl FnOnce(Parker)) -> bool {
+    let g = parker.g();
+    // SAFETY: the running G, on itself; the site outlives the park.
+    g.inspect(|g| unsafe { g.set_wait_site(Some(site)) });
+    park(parker);
+    if let Some(g) = g {
+        // SAFETY: the running G, on itself.
+        unsafe { g.set_wait_site(None) };
+    }
+    g.is_some()
+}
+
+/// A sudog of a swapped-out waiter, moved to the heap and queued in its
+/// stack sudog's place, so that no waker writes the stack; empty while the
+/// waiter's stack is in.
+pub(crate) struct HeapSudog<T>(Cell<*mut Sudog<T>>);
+
+impl<T> HeapSudog<T> {
+    pub(crate) const fn new() -> Self {
+        HeapSudog(Cell::new(std::ptr::null_mut()))
+    }
+
+    pub(crate) fn is_out(&self) -> bool {
+        !self.0.get().is_null()
+    }
+
+    /// Under `q`'s lock, its owner pinned by the swapper and its wait still
+    /// unclaimed (so `sg` is queued): moves `sg` (and the value in its slot)
+    /// to the heap, bound to `claim`, in its place.
+    pub(crate) fn move_out(&self, q: &mut WaitQueue<T>, sg: &Sudog<T>, claim: &Claim) {
+        // SAFETY: under the queue's lock, which every touch of a queued
+        // sudog's slot holds.
+        let value = unsafe { (*sg.slot.get()).take() };
+        let heap = Box::into_raw(Box::new(Sudog::new(value)));
+        // SAFETY: just made; it lives until `move_back` frees it.
+        let h = unsafe { &*heap };
+        h.bind(claim, sg.case.get());
+        q.replace(sg, h);
+        self.0.set(heap);
+    }
+
+    /// Under `q`'s lock, its owner back from the park: puts `sg` back in the
+    /// heap sudog's place if that is still queued (a loser or a timed-out
+    /// wait, which then leaves as usual), takes its outcome over (slot,
+    /// success) and frees it. Nothing if nothing moved.
+    pub(crate) fn move_back(&self, q: &mut WaitQueue<T>, sg: &Sudog<T>) {
+        let heap = self.0.replace(std::ptr::null_mut());
+        if heap.is_null() {
+            return;
+        }
+        // SAFETY: made by `move_out`'s `Box::into_raw`, taken back once, here.
+        let heap = unsafe { Box::from_raw(heap) };
+        if heap.queued.get() {
+            q.replace(&heap, sg);
+        }
+        // SAFETY: under the queue's lock; both sudogs are out of wakers' reach
+        // (the heap one unqueued, this one its owner's, or queued under the
+        // lock we hold).
+        unsafe { *sg.slot.get() = (*heap.slot.get()).take() };
+        sg.success.set(heap.success.get());
+    }
+}
+
+/// The claim of a swapped-out wait whose own claim sits on its stack beside
+/// its sudogs: the heap sudogs are bound to this one meanwhile, so that
+/// whoever ends the wait writes nothing on the stack.
+pub(crate) struct HeapClaim(Cell<*mut Claim>);
+
+impl HeapClaim {
+    pub(crate) const fn new() -> Self {
+        HeapClaim(Cell::new(std::ptr::null_mut()))
+    }
+
+    pub(crate) fn is_out(&self) -> bool {
+        !self.0.get().is_null()
+    }
+
+    /// A heap claim for `stack`'s waiter, unclaimed; it lives until
+    /// [`HeapClaim::hand_back`].
+    pub(crate) fn make(&self, stack: &Claim) -> &Claim {
+        let heap = Box::into_raw(Box::new(Claim::new(stack.waiter())));
+        self.0.set(heap);
+        // SAFETY: just made; freed only by `hand_back`, which takes `&self`
+        // after every sudog bound to it has left its queue.
+        unsafe { &*heap }
+    }
+
+    /// Once no sudog bound to the heap claim is queued: frees it and passes
+    /// who ended the wait on to `stack`, which nobody could reach meanwhile.
+    pub(crate) fn hand_back(&self, stack: &Claim) {
+        let heap = self.0.replace(std::ptr::null_mut());
+        if heap.is_null() {
+            return;
+        }
+        // SAFETY: made by `make`'s `Box::into_raw`, taken back once, here.
+        let heap = unsafe { Box::from_raw(heap) };
+        let won = heap.winner();
+        if won != UNCLAIMED {
+            let _ = stack.try_claim(won);
+        }
+    }
+}
+
 /// A parked sudog wait as the stack swapper sees it (`task/g/swap.rs`): the
 /// sudog on the waiter's stack, whether its claim sits there too, and how to
 /// reach its queue under the lock. While the waiter is swapped out, the
-/// sudog (and a claim of its own) live on the heap in [`Moved`], queued in
-/// its place; the waiter moves them back as it returns from the park.
+/// sudog (and a claim of its own) live on the heap, queued in its place; the
+/// waiter moves them back as it returns from the park.
 struct Site<'a, T> {
     sg: &'a Sudog<T>,
     own_claim: bool,
     relock: Relock<'a, T>,
-    moved: Cell<*mut Moved<T>>,
-}
-
-/// The heap records of a swapped-out waiter.
-struct Moved<T> {
-    claim: Option<Claim>,
-    sg: Sudog<T>,
+    heap: HeapSudog<T>,
+    claim: HeapClaim,
 }
 
 impl<'a, T> Site<'a, T> {
@@ -367,25 +469,17 @@ impl<'a, T> Site<'a, T> {
             sg,
             own_claim,
             relock,
-            moved: Cell::new(std::ptr::null_mut()),
+            heap: HeapSudog::new(),
+            claim: HeapClaim::new(),
         }
     }
 
-    /// Parks through `park` with this site recorded in the parking G (the
-    /// swapper's way to its records), then forgets it and takes the records
-    /// back from the heap if the swapper moved them there.
+    /// Parks through `park` at this site, then takes the records back from
+    /// the heap if the swapper moved them there.
     #[inline]
     fn park_with(&self, parker: Parker, park: impl FnOnce(Parker)) {
-        let g = parker.g();
-        // SAFETY: the running G, on itself; the site outlives the park.
-        g.inspect(|g| unsafe { g.set_wait_site(Some(self)) });
-        park(parker);
-        if let Some(g) = g {
-            // SAFETY: the running G, on itself.
-            unsafe { g.set_wait_site(None) };
-            if !self.moved.get().is_null() {
-                self.move_back();
-            }
+        if park_at(self, parker, park) && self.heap.is_out() {
+            self.move_back();
         }
     }
 
@@ -394,29 +488,17 @@ impl<'a, T> Site<'a, T> {
     #[cold]
     #[inline(never)]
     fn move_back(&self) {
-        let moved = self.moved.replace(std::ptr::null_mut());
-        // SAFETY: made by `move_out`'s `Box::into_raw`, taken back once, here.
-        let moved = unsafe { Box::from_raw(moved) };
         (self.relock)(&mut |q| {
-            if moved.sg.queued.get() {
-                q.replace(&moved.sg, self.sg);
-            }
-            // SAFETY: under the queue's lock; both sudogs are out of reach of
-            // wakers (the heap one unqueued, this one ours).
-            unsafe { *self.sg.slot.get() = (*moved.sg.slot.get()).take() };
-            self.sg.success.set(moved.sg.success.get());
-            // Who ended the wait, for a waiter that asks its own claim.
-            if let Some(won) = moved.claim.as_ref().map(Claim::winner).filter(|&w| w != UNCLAIMED) {
-                // SAFETY: the stack claim the sudog was bound to, beside it.
-                let _ = unsafe { &*self.sg.claim.get() }.try_claim(won);
-            }
+            self.heap.move_back(q, self.sg);
+            // SAFETY: the stack claim the sudog is bound to, beside it.
+            self.claim.hand_back(unsafe { &*self.sg.claim.get() });
         });
     }
 }
 
 impl<T> Relocate for Site<'_, T> {
     fn move_out(&self) -> bool {
-        if !self.moved.get().is_null() {
+        if self.heap.is_out() {
             return true; // out already (a dump brought the stack in for a look)
         }
         let mut out = false;
@@ -426,18 +508,8 @@ impl<T> Relocate for Site<'_, T> {
             }
             // SAFETY: queued, so its claim is alive (module invariants).
             let claim = unsafe { &*self.sg.claim.get() };
-            // SAFETY: under the queue's lock, which every touch of a queued
-            // sudog's slot holds.
-            let value = unsafe { (*self.sg.slot.get()).take() };
-            let moved = Box::into_raw(Box::new(Moved {
-                claim: self.own_claim.then(|| Claim::new(claim.waiter())),
-                sg: Sudog::new(value),
-            }));
-            // SAFETY: just made; it lives until `move_back` frees it.
-            let m = unsafe { &*moved };
-            m.sg.bind(m.claim.as_ref().unwrap_or(claim), self.sg.case.get());
-            q.replace(self.sg, &m.sg);
-            self.moved.set(moved);
+            let claim = if self.own_claim { self.claim.make(claim) } else { claim };
+            self.heap.move_out(q, self.sg, claim);
             out = true;
         });
         out
@@ -549,7 +621,7 @@ mod loom_models {
             if moved {
                 site.move_back();
             }
-            assert!(site.moved.get().is_null());
+            assert!(!site.heap.is_out());
             assert!(sg.success());
             assert_eq!(sg.take(), Some(7));
             assert!(q.lock().is_empty());

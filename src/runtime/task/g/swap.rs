@@ -344,6 +344,7 @@ impl WaitReason {
                 self,
                 WaitReason::ChanRecv
                     | WaitReason::ChanSend
+                    | WaitReason::Select
                     | WaitReason::SyncMutexLock
                     | WaitReason::SyncRWMutexRLock
                     | WaitReason::SyncRWMutexLock
