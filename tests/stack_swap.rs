@@ -429,3 +429,60 @@ fn dumps_racing_the_sweep_show_every_goroutine_s_frames() {
     drop(tx);
     hs.into_iter().for_each(|h| h.join().unwrap());
 }
+
+/// A trace written into memory.
+#[derive(Clone, Default)]
+struct TraceBuf(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for TraceBuf {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn the_trace_shows_each_swap_out_and_swap_in_with_its_size() {
+    let _one = init();
+    let _w = common::watchdog(Duration::from_secs(120));
+    const N: usize = 300;
+    let buf = TraceBuf::default();
+    goro::runtime::trace::start(buf.clone()).expect("start");
+    let since = goro::runtime::stats().stacks_swapped_out;
+    let (tx, rx) = goro::chan::bounded::<()>(0);
+    let hs: Vec<_> = (0..N)
+        .map(|_| {
+            let rx = rx.clone();
+            goro::go!(move || assert!(rx.recv().is_err()))
+        })
+        .collect();
+    until_swapped_out(since, N);
+    drop(tx);
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    goro::runtime::trace::stop().expect("stop");
+    let events: Vec<serde_json::Value> = serde_json::from_slice(&buf.0.lock().unwrap()).expect("a JSON array");
+    let sizes = |name: &str| -> std::collections::HashMap<u64, u64> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "i" && e["name"] == name)
+            .map(|e| (e["args"]["g"].as_u64().unwrap(), e["args"]["bytes"].as_u64().unwrap()))
+            .collect()
+    };
+    let (out, back) = (sizes("swap out"), sizes("swap in"));
+    assert!(
+        out.len() >= N,
+        "{} swap-out instants for {N} swapped-out goroutines",
+        out.len()
+    );
+    for (g, bytes) in &out {
+        assert!(*bytes > 0 && *bytes < 64 << 10, "G{g} kept {bytes} B");
+        assert_eq!(
+            back.get(g),
+            Some(bytes),
+            "G{g}'s swap-in names the bytes its swap-out kept"
+        );
+    }
+}

@@ -366,6 +366,8 @@ impl<W: Write> Json<W> {
             Kind::MPark => (b"M park", b"m", u64::from(ev.m)),
             Kind::MWake => (b"M wake", b"m", u64::from(ev.m)),
             Kind::Retake => (b"retake", b"p", u64::from(ev.p)),
+            Kind::SwapOut => (b"swap out", b"g", ev.g),
+            Kind::SwapIn => (b"swap in", b"g", ev.g),
             Kind::Start | Kind::Stop | Kind::Ready | Kind::BlockingEnter | Kind::BlockingExit => {
                 unreachable!("not an instant")
             }
@@ -389,6 +391,10 @@ impl<W: Write> Json<W> {
                     1 => b",\"why\":\"hog\"",
                     _ => b",\"why\":\"blocked\"",
                 });
+            }
+            Kind::SwapOut | Kind::SwapIn => {
+                self.buf.extend_from_slice(b",\"bytes\":");
+                num(&mut self.buf, ev.arg);
             }
             _ => {}
         }

@@ -12,7 +12,7 @@
 
 use super::m::{current_m, M};
 use crate::runtime::sys::trace_buf::{self, Event, Kind, Source, Stop, NO_P, READIED};
-use crate::runtime::task::g::GRef;
+use crate::runtime::task::g::{swap, GRef};
 use std::sync::atomic::Ordering;
 
 pub(crate) use trace_buf::on;
@@ -105,6 +105,10 @@ pub(crate) fn started(m: &M, g: GRef, at_once: bool) {
         trace_buf::now()
     };
     record_on(m, ts, Kind::Start, g.id(), g.trace_ready(), 0);
+    // SAFETY: this M owns `g`, about to run it (the caller's contract).
+    if let Some(bytes) = unsafe { swap::swapped_len(&g) } {
+        record_on(m, ts, Kind::SwapIn, g.id(), bytes as u64, 0);
+    }
 }
 
 /// `g` stopped running on M `m`, for `why` (a park's wait reason is the G's).

@@ -96,10 +96,14 @@ pub(crate) enum Kind {
     /// sysmon took `p` (`small`: 0 from a blocking call, 1 from a hog on the
     /// CPU, 2 from a G blocked in the kernel outside `goro::blocking`).
     Retake,
+    /// sysmon's swapper swapped `g`'s stack out, keeping `arg` bytes.
+    SwapOut,
+    /// `g`'s stack, `arg` bytes, was copied back in as it starts to run.
+    SwapIn,
 }
 
 impl Kind {
-    const ALL: [Kind; 15] = [
+    const ALL: [Kind; 17] = [
         Kind::Create,
         Kind::Start,
         Kind::Stop,
@@ -115,6 +119,8 @@ impl Kind {
         Kind::MPark,
         Kind::MWake,
         Kind::Retake,
+        Kind::SwapOut,
+        Kind::SwapIn,
     ];
 
     /// The kind whose `as u8` is `code`.
@@ -543,6 +549,22 @@ pub(crate) fn record_shared(mut ev: Event) {
             TRACER.lost.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// Records an event about G `g` from a thread without an M (sysmon's stack
+/// swapper), stamped now.
+#[cold]
+#[inline(never)]
+pub(crate) fn record_shared_for_g(kind: Kind, g: u64, arg: u64) {
+    record_shared(Event {
+        ts: now(),
+        g,
+        arg,
+        m: NO_M,
+        p: NO_P,
+        kind,
+        small: 0,
+    });
 }
 
 /// A timestamp in clock ticks ([`ticks_per_us`] converts).

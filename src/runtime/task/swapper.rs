@@ -22,6 +22,7 @@ use super::g::swap::{self, pin_parked, swappable, unpin};
 use super::g::{gs_from, GRef};
 use super::stack::{page_size, release_pages};
 use crate::runtime::sys::coarse_clock::coarse_now_ms;
+use crate::runtime::sys::trace_buf::{self, Kind};
 use std::sync::atomic::Ordering;
 
 /// Most G headers examined per sysmon look.
@@ -153,8 +154,11 @@ impl Swapper {
         let Some((bottom, top)) = swappable(&g) else {
             return unpin(&g);
         };
-        if swap::swap_out(&g).is_none() {
+        let Some(kept) = swap::swap_out(&g) else {
             return unpin(&g);
+        };
+        if trace_buf::on() {
+            trace_buf::record_shared_for_g(Kind::SwapOut, g.id(), kept as u64);
         }
         self.batch.push((g, bottom, top));
         if self.batch.len() == BATCH {

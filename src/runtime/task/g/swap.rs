@@ -288,6 +288,15 @@ pub(crate) fn remember_frames(g: &G, frames: &Captured) {
     }
 }
 
+/// The bytes of a swapped-out stack held on the heap, `None` if it is in.
+///
+/// # Safety
+/// The caller owns the G, which is not running.
+pub(crate) unsafe fn swapped_len(g: &G) -> Option<usize> {
+    // SAFETY: the caller's contract.
+    unsafe { g.ctx() }.swapped.as_ref().map(Swapped::len)
+}
+
 /// The owner of a G about to run it (or to inspect it): copies a swapped-out
 /// stack back. Returns the bytes copied, 0 if the stack was in.
 ///
