@@ -9,6 +9,13 @@
 //! hold; then how long after the wake time the last of them was joined (the
 //! burst of wake-ups, each swapped-out goroutine copied back).
 //!
+//! Then, at GOMAXPROCS=1, the wake-up of one swapped-out goroutine at a time:
+//! 2,000 goroutines each wait on a channel of their own; once all are parked
+//! (swapping on: all swapped out; off: as long), a driver goroutine sends
+//! each the time of the send and waits for its answer; the woken goroutine
+//! answers how long after the send it runs (its stack copied back first,
+//! swapping on): p50, p99 and max from the `ready` to running.
+//!
 //! The kernel's share, on its own (a C probe, `gcc -O2`): map 100,000 65-page
 //! stacks, write 720 bytes at each top, then time `madvise(MADV_DONTNEED)` of
 //! each stack, `mincore` of each top page, and the write again (one page
@@ -78,13 +85,65 @@ fn child(n: usize, swap: bool) {
     );
 }
 
+/// Goroutines woken one at a time in the wake-up latency child.
+const WAKE_ONE_BY_ONE: usize = 2_000;
+
+fn wake_child(k: usize, swap: bool) {
+    goro::runtime::Config::new()
+        .procs(1)
+        .swap_idle_after(swap.then_some(Duration::from_millis(100)))
+        .init()
+        .unwrap();
+    let (lat_tx, lat_rx) = goro::chan::bounded::<Duration>(0);
+    let txs: Vec<_> = (0..k)
+        .map(|_| {
+            let (tx, rx) = goro::chan::bounded::<Instant>(0);
+            let lat_tx = lat_tx.clone();
+            goro::go!(move || {
+                let sent = rx.recv().unwrap();
+                lat_tx.send(sent.elapsed()).unwrap();
+            });
+            tx
+        })
+        .collect();
+    let parked = Instant::now();
+    while swap && goro::runtime::stats().stacks_swapped_out < k as u64 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Parked as long either way.
+    std::thread::sleep(Duration::from_millis(300).saturating_sub(parked.elapsed()));
+    let mut lat = goro::go!(move || {
+        txs.iter()
+            .map(|tx| {
+                tx.send(Instant::now()).unwrap();
+                lat_rx.recv().unwrap()
+            })
+            .collect::<Vec<_>>()
+    })
+    .join()
+    .unwrap();
+    lat.sort_unstable();
+    let at = |q: f64| lat[((lat.len() - 1) as f64 * q) as usize];
+    println!(
+        "swap {}: wake-up of one of {k} parked goroutines at a time (GOMAXPROCS=1), ready to running: \
+         p50 {:.1?}, p99 {:.1?}, max {:.1?}",
+        if swap { "on " } else { "off" },
+        at(0.5),
+        at(0.99),
+        at(1.0)
+    );
+}
+
 fn main() {
     let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(100_000);
     if let Ok(mode) = std::env::var(CHILD) {
-        return child(n, mode == "on");
+        return match mode.strip_prefix("wake-") {
+            Some(swap) => wake_child(WAKE_ONE_BY_ONE, swap == "on"),
+            None => child(n, mode == "on"),
+        };
     }
     let exe = std::env::current_exe().unwrap();
-    for mode in ["off", "on"] {
+    for mode in ["off", "on", "wake-off", "wake-on"] {
         let out = std::process::Command::new(&exe)
             .arg(n.to_string())
             .env(CHILD, mode)

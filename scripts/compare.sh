@@ -89,6 +89,7 @@ PLAN=(
   "tcp_echo           2    5" # N = measured window in seconds (ECHO_SECS overrides)
   "hog_latency        1    2000" # N = how long the CPU hog runs, in ms
   "http_echo          2    10" # N = seconds of each measured wrk run (HTTP_SECS overrides)
+  "http_idle_rss      2    18000" # N = idle keep-alive connections (the fd hard limit is 20,000 here)
 )
 
 # goro with async Rust (src/bin/bridge.rs): row, GOMAXPROCS values, N, and its
@@ -402,6 +403,10 @@ for entry in "${PLAN[@]}"; do
   for P in "${PLIST[@]}"; do
     if [ "$W" = http_echo ]; then # variants, servers and availability of its own
       run_http_workload "$P" "$N"
+      continue
+    fi
+    if [ "$W" = http_idle_rss ]; then # the http_echo servers, no wrk
+      run_http_idle_workload "$P" "$N"
       continue
     fi
     for impl in "${IMPL_LIST[@]}"; do

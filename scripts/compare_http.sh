@@ -37,7 +37,7 @@ HTTP_CLK_TCK=$(getconf CLK_TCK)
 # Installs wrk (Debian's package) and builds goro's example server, once, if
 # http_echo is selected. Failures become reasons (wrk: every cell; goro: its cells).
 http_setup() {
-  selected http_echo || return 0
+  selected http_echo || selected http_idle_rss || return 0
   if ! command -v wrk >/dev/null 2>&1; then
     log "== installing wrk (apt-get install -y wrk)"
     { DEBIAN_FRONTEND=noninteractive apt-get install -y wrk ||
@@ -78,6 +78,12 @@ http_unavailable() { # impl
   local r
   r=$(unavailable_reason wrk)
   [ -z "$r" ] || { printf '%s' "$r"; return; }
+  http_server_unavailable "$1"
+}
+
+# Why impl's server cannot run (empty if it can).
+http_server_unavailable() { # impl
+  local r
   if [ "$1" = goro ]; then r=$(unavailable_reason http:goro); else r=$(unavailable_reason "$1"); fi
   [ -z "$r" ] || { printf '%s' "$r"; return; }
   http_server_cmd "$1" x 1
@@ -189,6 +195,54 @@ run_http_workload() { # procs secs
         case " $TIMED_OUT " in *" $impl "*) continue ;; esac
         run_http "$impl" "$P" "$r" "$secs" "$m" "$c"
       done
+    done
+  done
+}
+
+# run_http_idle impl procs run conns -> the http_idle_rss row: the server's RSS
+# per idle keep-alive connection, in KiB (scripts/http_idle_rss.py: conns
+# connections from 127.0.0.2-5, one GET each, then 5 s idle; each must then
+# still answer).
+run_http_idle() {
+  local impl=$1 P=$2 r=$3 conns=$4 base rc v reason errs
+  base=$RES/http_idle_rss-p$P-$impl-$r
+  http_server_cmd "$impl" "127.0.0.1:$(free_port)" "$P"
+  if ! start_server "$base" '^listening on ([^ ]+)' env GOMAXPROCS="$P" "${HTTP_CMD[@]}"; then
+    printf 'http_idle_rss\t%s\t%s\t%s\t%s\tfailed\t\t\t\t%s\n' "$impl" "$P" "$r" "$conns" "$START_REASON" >>"$RESULTS"
+    log "http_idle_rss procs=$P run $r/$RUNS $impl: FAILED ($START_REASON)"
+    return
+  fi
+  if timeout -k 5 "$TIMEOUT" python3 scripts/http_idle_rss.py --addr "$SERVER_ADDR" --pid "$SERVER_PID" \
+    --conns "$conns" >"$base.out" 2>"$base.err"; then rc=0; else rc=$?; fi
+  finish_server "$base"
+  reason=$SERVER_DIED errs=$SERVER_ERRS
+  v=$(sed -n -E 's/.*value=([0-9.]+).*/\1/p' "$base.out")
+  if [ -z "$reason" ] && [ "$rc" = 0 ] && [ -n "$v" ]; then
+    printf 'http_idle_rss\t%s\t%s\t%s\t%s\tok\t%s\tKiB\t%s\t%s\n' "$impl" "$P" "$r" "$conns" "$v" "$P" \
+      "$(printf '%s' "$errs" | oneline)" >>"$RESULTS"
+    log "http_idle_rss procs=$P run $r/$RUNS $impl: $v KiB per idle connection"
+  else
+    [ -n "$reason" ] || reason="client: $(run_reason "$base.err" "$rc")"
+    [ -z "$errs" ] || reason="$reason; $errs"
+    printf 'http_idle_rss\t%s\t%s\t%s\t%s\tfailed\t\t\t\t%s\n' "$impl" "$P" "$r" "$conns" \
+      "$(printf '%s' "$reason" | oneline)" >>"$RESULTS"
+    log "http_idle_rss procs=$P run $r/$RUNS $impl: FAILED ($reason)"
+  fi
+}
+
+# The http_idle_rss workload at one GOMAXPROCS, interleaved as run_http_workload.
+run_http_idle_workload() { # procs conns
+  local P=$1 conns=$2 r k impl reason
+  for impl in "${IMPL_LIST[@]}"; do
+    reason=$(http_server_unavailable "$impl")
+    [ -z "$reason" ] || printf 'http_idle_rss\t%s\t%s\t0\t%s\tunavailable\t\t\t\t%s\n' "$impl" "$P" "$conns" \
+      "$(printf '%s' "$reason" | oneline)" >>"$RESULTS"
+  done
+  for ((r = 1; r <= RUNS; r++)); do
+    for ((k = 0; k < K; k++)); do
+      impl=${IMPL_LIST[$(((k + r - 1) % K))]}
+      [ -z "$(http_server_unavailable "$impl")" ] || continue
+      run_http_idle "$impl" "$P" "$r" "$conns"
     done
   done
 }

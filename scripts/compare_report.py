@@ -84,6 +84,18 @@ WORKLOADS = {
         "(VmRSS now - VmRSS before spawning) / N in KiB per task, channels included; the "
         "process then exits without waking them.",
     ),
+    "http_idle_rss": (
+        "http_idle_rss: memory per idle keep-alive HTTP connection",
+        "The http_echo servers (goro: examples/http_echo; Go: net/http; Tokio: hyper; may: "
+        "may_minihttp), GOMAXPROCS=2. After one `GET /` on a connection of its own, the "
+        "server's VmRSS is the base; then N connections from 127.0.0.2-5 each send `GET /` "
+        "and read the answer, and all stay open and idle for 5 s; (VmRSS then - base) / N in "
+        "KiB per connection (scripts/http_idle_rss.py). Each connection must then still "
+        "answer a second `GET /`. N is 18,000, not 20,000: this host's fd hard limit is "
+        "20,000 per process, and examples/http_echo keeps a margin of it. goro's connection "
+        "gives its buffers back after 1 s idle and its goroutine's stack is swapped out a "
+        "second later (`Config::swap_idle_after`).",
+    ),
     "pingpong": (
         "pingpong: unbuffered channel ping-pong",
         "Two tasks and two channels: A sends i on `ping` and waits to receive it back on "

@@ -25,6 +25,11 @@ use std::time::{Duration, Instant};
 
 /// Bytes asked of the socket per read.
 const READ_SIZE: usize = 16 * 1024;
+/// How long an idle connection keeps its buffers: a keep-alive client's next
+/// request usually comes sooner. After that it waits for the request's first
+/// byte without them (an idle connection then holds no buffer, and its
+/// goroutine's stack is swapped out a second later: `Config::swap_idle_after`).
+const KEEP_BUFFERS: Duration = Duration::from_secs(1);
 /// Pipelined answers are written out once this many bytes pile up.
 const FLUSH_AT: usize = 64 * 1024;
 /// After refusing a request: for how long at most, and how much, to read and
@@ -223,6 +228,11 @@ impl Conn {
 
     /// The next complete request in the input, or `None` if more bytes are
     /// needed. A parsed head is kept in `pending` while its body arrives.
+    /// Never inlined, nor is the answer: the parser's header slots and the
+    /// answer's locals stay out of the frame of [`Conn::run`], which a
+    /// connection waiting for its next request keeps on its stack (and in
+    /// its stack's copy once swapped out).
+    #[inline(never)]
     fn next_request(&mut self) -> Result<Option<(Head, BodyBytes)>, HttpError> {
         let mut p = match self.pending.take() {
             Some(p) => p,
@@ -272,10 +282,32 @@ impl Conn {
         }
     }
 
-    /// Reads once, waiting until the phase's deadline at most.
+    /// Reads once, waiting until the phase's deadline at most. An idle
+    /// connection waits with its buffers for [`KEEP_BUFFERS`], then without.
     fn fill(&mut self) -> io::Result<usize> {
+        if self.phase == Phase::Idle && self.input.data().is_empty() {
+            let keep_until = (Instant::now() + KEEP_BUFFERS).min(self.deadline);
+            set_deadline(&self.stream, Dir::Read, keep_until)?;
+            match self.input.fill(&mut self.stream) {
+                Err(e) if e.kind() == io::ErrorKind::TimedOut && keep_until < self.deadline => {
+                    self.wait_without_buffers()?;
+                }
+                read => return read,
+            }
+        }
         set_deadline(&self.stream, Dir::Read, self.deadline)?;
         self.input.fill(&mut self.stream)
+    }
+
+    /// Gives both buffers back and waits, until the idle deadline, for the
+    /// next request's first byte (or the end of the stream) to arrive.
+    fn wait_without_buffers(&mut self) -> io::Result<()> {
+        self.input.release();
+        self.out = Vec::new();
+        set_deadline(&self.stream, Dir::Read, self.deadline)?;
+        self.stream.peek(&mut [0u8; 1])?;
+        self.out = Vec::with_capacity(READ_SIZE);
+        Ok(())
     }
 
     /// Writes out the buffered answers within the write timeout, however the
@@ -324,7 +356,10 @@ impl Conn {
 
     /// Half-closes, then reads and drops what the client still sends for a
     /// moment, so that closing does not reset the connection before the client
-    /// has read our last answer.
+    /// has read our last answer. Never inlined: its 4 KiB sink would sit in the
+    /// frame of [`Conn::run`] (which an idle connection's goroutine keeps on
+    /// its stack, and in its stack's copy once swapped out).
+    #[inline(never)]
     fn linger(&mut self) {
         if self.stream.shutdown(Shutdown::Write).is_err() {
             return;
@@ -399,6 +434,17 @@ impl InputBuffer {
         }
     }
 
+    /// Gives the (empty) buffer back; the next [`InputBuffer::fill`] makes a
+    /// new one.
+    fn release(&mut self) {
+        debug_assert!(self.data().is_empty());
+        *self = InputBuffer {
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+        };
+    }
+
     /// Drops the empty lines (CRLF) at the front.
     fn skip_empty_lines(&mut self) {
         let n = self.data().chunks_exact(2).take_while(|pair| pair == b"\r\n").count();
@@ -428,6 +474,9 @@ impl InputBuffer {
     /// front, or growing, to make at least `READ_SIZE / 4` free). Returns the
     /// bytes read; 0 means end of stream.
     fn fill(&mut self, src: &mut impl Read) -> io::Result<usize> {
+        if self.buf.is_empty() {
+            self.buf = vec![0; READ_SIZE];
+        }
         if self.buf.len() - self.end < READ_SIZE / 4 {
             self.compact();
             if self.buf.len() - self.end < READ_SIZE / 4 {

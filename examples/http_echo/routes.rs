@@ -27,6 +27,7 @@ pub fn enable_debug() {
 
 /// Appends the answer to `head` (with its decoded `body`) to `out`. `client`
 /// is the connection it came on, watched while an answer takes time.
+#[inline(never)]
 pub fn answer(head: &Head, body: &[u8], client: &TcpStream, out: &mut Vec<u8>) {
     let path = head.path.split('?').next().unwrap_or_default();
     let head_only = head.method == Method::Head;
@@ -191,6 +192,9 @@ fn stats_json() -> String {
         "timers_fired": s.timers_fired,
         "syscall_handoffs": s.syscall_handoffs,
         "preempt_retakes": s.preempt_retakes,
+        "stacks_swapped_out": s.stacks_swapped_out,
+        "stacks_swapped_in": s.stacks_swapped_in,
+        "swapped_bytes": s.swapped_bytes,
         "procs": procs,
     });
     let mut text = json.to_string();

@@ -890,6 +890,54 @@ fn idle_time_between_requests_is_bounded_and_activity_keeps_a_connection() {
     assert!(idled < Duration::from_secs(5), "{idled:?}");
 }
 
+/// The server's `/stats` counter `name`.
+fn stat(server: &Server, name: &str) -> u64 {
+    let s = server.connect();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    (&s).write_all(get("/stats").as_bytes()).unwrap();
+    let reply = read_reply(&mut r);
+    let v: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+    v[name].as_u64().unwrap_or_else(|| panic!("no {name} in /stats"))
+}
+
+/// Connections idle past a second give their buffers back and wait without
+/// them; past another their goroutines' stacks are swapped out. Each then
+/// serves its next request, a small one or a body that needs a grown buffer.
+#[test]
+fn idle_connections_without_buffers_or_stacks_serve_their_next_request() {
+    const CONNS: usize = 40;
+    let server = Server::start(&["--idle-timeout", "60"]);
+    let conns: Vec<_> = (0..CONNS)
+        .map(|_| {
+            let s = server.connect();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            (&s).write_all(get("/").as_bytes()).unwrap();
+            assert_eq!(read_reply(&mut r).status, 200);
+            (s, r)
+        })
+        .collect();
+    let since = Instant::now();
+    while stat(&server, "stacks_swapped_out") < CONNS as u64 {
+        assert!(
+            since.elapsed() < Duration::from_secs(30),
+            "the idle connections' stacks stayed in"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let body: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    for (i, (s, mut r)) in conns.into_iter().enumerate() {
+        if i % 2 == 0 {
+            (&s).write_all(get("/").as_bytes()).unwrap();
+            assert_eq!(read_reply(&mut r).status, 200, "connection {i}");
+        } else {
+            (&s).write_all(&post(&body)).unwrap();
+            let reply = read_reply(&mut r);
+            assert_eq!((reply.status, reply.body.len()), (200, body.len()), "connection {i}");
+            assert!(reply.body == body, "connection {i}'s echo differs");
+        }
+    }
+}
+
 /// 252 connections that trickle their heads, at a 256-descriptor limit: the
 /// ones beyond `--max-conns` (240 here) get 503 at once, the rest 408 at the
 /// header timeout, and a well-behaved client is served once they are gone.

@@ -252,11 +252,11 @@ pub(crate) fn swap_out(g: &G) -> Option<usize> {
     let bytes: Box<[u8]> = unsafe { std::slice::from_raw_parts(lo as *const u8, top - lo) }.into();
     let len = bytes.len();
     // SAFETY: pinned and off its stack (the caller's contract): we own it.
-    unsafe { g.ctx() }.swapped = Some(Swapped {
+    unsafe { g.ctx() }.swapped = Some(Box::new(Swapped {
         lo,
         bytes,
         frames: None,
-    });
+    }));
     g.out.store(true, Ordering::Relaxed);
     HELD_BYTES.fetch_add(len as u64, Ordering::Relaxed);
     Some(len)
@@ -294,7 +294,7 @@ pub(crate) fn remember_frames(g: &G, frames: &Captured) {
 /// The caller owns the G, which is not running.
 pub(crate) unsafe fn swapped_len(g: &G) -> Option<usize> {
     // SAFETY: the caller's contract.
-    unsafe { g.ctx() }.swapped.as_ref().map(Swapped::len)
+    unsafe { g.ctx() }.swapped.as_ref().map(|s| s.len())
 }
 
 /// The owner of a G about to run it (or to inspect it): copies a swapped-out
@@ -307,7 +307,7 @@ pub(crate) unsafe fn take_swapped(g: &G) -> usize {
     // SAFETY: the caller's contract.
     match unsafe { g.ctx() }.swapped.take() {
         None => 0,
-        Some(s) => swap_in(g, s),
+        Some(s) => swap_in(g, *s),
     }
 }
 
