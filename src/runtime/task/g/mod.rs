@@ -131,8 +131,7 @@ pub(crate) struct Context {
     /// What that recorded.
     inspected: Option<Captured>,
     /// The live part of its stack while swapped out (`swap.rs`).
-    /// Boxed: one word in every G header, swapped out or not.
-    swapped: Option<Box<swap::Swapped>>,
+    swapped: Option<swap::Swapped>,
     /// Its wait's records, movable off its stack (`swap.rs`).
     site: swap::Site,
 }

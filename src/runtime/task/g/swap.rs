@@ -73,13 +73,13 @@ impl G {
     }
 }
 
-/// The live part of a swapped-out stack: where it goes back, and its bytes.
+/// The live part of a swapped-out stack: the bytes of its top (they go
+/// back to `[top - len, top)`), and what a dump saw of it.
 pub(crate) struct Swapped {
-    lo: usize,
     bytes: Box<[u8]>,
     /// Where the G is parked, once a dump has looked: its frames do not
     /// change while it is out, so later dumps need not bring it in.
-    frames: Option<Captured>,
+    frames: Option<Box<Captured>>,
 }
 
 impl Swapped {
@@ -88,15 +88,16 @@ impl Swapped {
         self.bytes.len()
     }
 
-    /// Copies the bytes back where they were.
+    /// Copies the bytes back where they were, up to `top`.
     ///
     /// # Safety
-    /// The caller owns the G this came from, whose stack still holds
-    /// `[lo, lo + len)` and is not running.
-    unsafe fn restore(self) {
+    /// The caller owns the G this came from, whose stack ends at `top` and
+    /// is not running.
+    unsafe fn restore(self, top: usize) {
+        let lo = top - self.bytes.len();
         // SAFETY: the caller's contract: the range is this G's stack, which
         // nothing else touches while it is owned and not running.
-        unsafe { std::ptr::copy_nonoverlapping(self.bytes.as_ptr(), self.lo as *mut u8, self.bytes.len()) };
+        unsafe { std::ptr::copy_nonoverlapping(self.bytes.as_ptr(), lo as *mut u8, self.bytes.len()) };
     }
 }
 
@@ -252,11 +253,7 @@ pub(crate) fn swap_out(g: &G) -> Option<usize> {
     let bytes: Box<[u8]> = unsafe { std::slice::from_raw_parts(lo as *const u8, top - lo) }.into();
     let len = bytes.len();
     // SAFETY: pinned and off its stack (the caller's contract): we own it.
-    unsafe { g.ctx() }.swapped = Some(Box::new(Swapped {
-        lo,
-        bytes,
-        frames: None,
-    }));
+    unsafe { g.ctx() }.swapped = Some(Swapped { bytes, frames: None });
     g.out.store(true, Ordering::Relaxed);
     HELD_BYTES.fetch_add(len as u64, Ordering::Relaxed);
     Some(len)
@@ -277,14 +274,17 @@ pub(super) fn swap_out_pinned(g: &G) {
 /// The frames a dump recorded of a pinned, swapped-out G, if one did.
 pub(crate) fn frames_while_out(g: &G) -> Option<Captured> {
     // SAFETY: pinned (the caller's contract): we own the G.
-    unsafe { g.ctx() }.swapped.as_ref().and_then(|s| s.frames.clone())
+    unsafe { g.ctx() }
+        .swapped
+        .as_ref()
+        .and_then(|s| s.frames.as_deref().cloned())
 }
 
 /// Keeps `frames` with a pinned G's swapped-out stack, for later dumps.
 pub(crate) fn remember_frames(g: &G, frames: &Captured) {
     // SAFETY: pinned (the caller's contract): we own the G.
     if let Some(s) = unsafe { g.ctx() }.swapped.as_mut() {
-        s.frames = Some(frames.clone());
+        s.frames = Some(Box::new(frames.clone()));
     }
 }
 
@@ -294,7 +294,7 @@ pub(crate) fn remember_frames(g: &G, frames: &Captured) {
 /// The caller owns the G, which is not running.
 pub(crate) unsafe fn swapped_len(g: &G) -> Option<usize> {
     // SAFETY: the caller's contract.
-    unsafe { g.ctx() }.swapped.as_ref().map(|s| s.len())
+    unsafe { g.ctx() }.swapped.as_ref().map(Swapped::len)
 }
 
 /// The owner of a G about to run it (or to inspect it): copies a swapped-out
@@ -307,7 +307,7 @@ pub(crate) unsafe fn take_swapped(g: &G) -> usize {
     // SAFETY: the caller's contract.
     match unsafe { g.ctx() }.swapped.take() {
         None => 0,
-        Some(s) => swap_in(g, *s),
+        Some(s) => swap_in(g, s),
     }
 }
 
@@ -315,11 +315,13 @@ pub(crate) unsafe fn take_swapped(g: &G) -> usize {
 #[inline(never)]
 fn swap_in(g: &G, s: Swapped) -> usize {
     let len = s.len();
-    if any_resident(s.lo, s.lo + len) {
+    let top = g.guard.get().1 + g.stack_size();
+    if any_resident(top - len, top) {
         touched_while_out(g);
     }
-    // SAFETY: `take_swapped`'s caller owns the G, whose stack `s` came from.
-    unsafe { s.restore() };
+    // SAFETY: `take_swapped`'s caller owns the G, whose stack `s` came from
+    // and ends at `top`.
+    unsafe { s.restore(top) };
     g.out.store(false, Ordering::Relaxed);
     HELD_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
     SWAPPED_IN.fetch_add(1, Ordering::Relaxed);
