@@ -91,14 +91,14 @@ pub(crate) fn inspect(g: &G, id: u64) -> Option<Captured> {
         // with the frames, which later dumps then reuse.
         // SAFETY: as above.
         let was_out = unsafe { swap::take_swapped(g) } > 0;
-        let captured = ctx.coroutine.take().and_then(|mut co| {
+        // SAFETY: as above; the G's own code never touches its coroutine.
+        let captured = unsafe { g.coroutine() }.as_mut().and_then(|co| {
             ctx.inspecting = true;
             let result = co.resume(());
             // SAFETY: the G suspended again (below), so we own it again.
             let ctx = unsafe { g.ctx() };
             ctx.inspecting = false;
             debug_assert!(matches!(result, CoroutineResult::Yield(())));
-            ctx.coroutine = Some(co);
             ctx.inspected.take()
         });
         if was_out {

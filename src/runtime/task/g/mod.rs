@@ -114,8 +114,6 @@ type GCoroutine = Coroutine<(), (), (), GStack>;
 
 /// The parts of a G only the thread that owns it (see module docs) may touch.
 pub(crate) struct Context {
-    /// Created on the first run.
-    coroutine: Option<GCoroutine>,
     /// Set by the coroutine on its first run; valid while the coroutine lives.
     yielder: *const Yielder<(), ()>,
     /// What the G asked for at its last switch-out.
@@ -188,6 +186,11 @@ pub(crate) struct G {
     /// runs it, after dequeuing it (the queue orders the two).
     trace_ready: AtomicU64,
     ctx: UnsafeCell<Context>,
+    /// Its coroutine, created on the first run: owner-only, as the context,
+    /// but apart from it, because the G's own code never touches it. So the
+    /// M resumes it in place, holding it borrowed while the G runs and writes
+    /// its context (no copy of the coroutine out and back per switch).
+    coroutine: UnsafeCell<Option<GCoroutine>>,
 }
 
 /// Every G header ever made (Go's `allgs`), for goroutine dumps, scheddetail
@@ -257,8 +260,8 @@ impl G {
             name: UnsafeCell::new(None),
             meta: AtomicBool::new(false),
             trace_ready: AtomicU64::new(0),
+            coroutine: UnsafeCell::new(None),
             ctx: UnsafeCell::new(Context {
-                coroutine: None,
                 yielder: std::ptr::null(),
                 switch: Switch::None,
                 task: None,
@@ -301,7 +304,8 @@ impl G {
         }
         // SAFETY: exclusive by the caller's contract.
         let ctx = unsafe { self.ctx() };
-        debug_assert!(ctx.coroutine.is_none() && ctx.task.is_none());
+        // SAFETY: as above.
+        debug_assert!(unsafe { self.coroutine() }.is_none() && ctx.task.is_none());
         ctx.task = Some(task);
         self.status.store(Status::Runnable as u8, Ordering::Release);
     }
@@ -541,7 +545,18 @@ impl G {
     /// The caller owns the G (module docs).
     pub(crate) unsafe fn needs_stack(&self) -> bool {
         // SAFETY: the caller's contract.
-        unsafe { self.ctx() }.coroutine.is_none()
+        unsafe { self.coroutine() }.is_none()
+    }
+
+    /// Its coroutine (`None` before its first run).
+    ///
+    /// # Safety
+    /// The caller owns the G (module docs) and is not the G itself: no other
+    /// reference to the coroutine is live.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn coroutine(&self) -> &mut Option<GCoroutine> {
+        // SAFETY: exclusive by the caller's contract.
+        unsafe { &mut *self.coroutine.get() }
     }
 
     /// Runs the G until it switches out or exits. On its first run the body is
@@ -551,44 +566,41 @@ impl G {
     /// The caller is the M that popped this G from a run queue and owns it, and
     /// passes a stack exactly when `needs_stack` said so.
     pub(crate) unsafe fn resume(&self, first_stack: Option<std::io::Result<GStack>>) -> Outcome {
-        // The coroutine is moved out of the context while it runs: the G writes
-        // its own context (`switch_out`, its yielder), and no reference of ours
-        // into it may be live across the switch.
-        // SAFETY: we own the G (caller's contract); this borrow ends before the switch.
-        let ctx = unsafe { self.ctx() };
-        ctx.switch = Switch::None;
-        let mut co = match ctx.coroutine.take() {
+        // The coroutine stays in place while it runs: the G writes its context
+        // (`switch_out`, its yielder), never its coroutine.
+        // SAFETY: we own the G and are not it (caller's contract).
+        let slot = unsafe { self.coroutine() };
+        // SAFETY: as above; the scheduler took the last switch's request.
+        debug_assert!(matches!(unsafe { self.ctx() }.switch, Switch::None));
+        let co = match slot {
             Some(co) => co,
             None => {
-                let task = ctx.task.expect("goro: G resumed without a task");
+                // SAFETY: as above; this borrow ends before the switch.
+                let task = unsafe { self.ctx() }.task.expect("goro: G resumed without a task");
                 let stack = match first_stack.expect("goro: first run without a stack") {
                     Ok(stack) => stack,
                     Err(e) => return Outcome::NoStack(e),
                 };
                 self.guard.set(stack.guard());
                 let me = GRef::from(self);
-                Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
+                slot.insert(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
                     // SAFETY: this runs on the G's own coroutine, so the G owns itself.
                     unsafe { me.ctx() }.yielder = yielder;
                     me.in_code.store(true, Ordering::Relaxed);
                     // SAFETY: the task's one run, on its G's own stack.
                     unsafe { task.run(None) };
                     me.in_code.store(false, Ordering::Relaxed);
-                })
+                }))
             }
         };
         // SAFETY: we own the G, which is not running (caller's contract).
         unsafe { swap::take_swapped(self) };
-        let result = co.resume(());
-        // SAFETY: the G has switched out or finished: we own it again.
-        let ctx = unsafe { self.ctx() };
-        match result {
-            CoroutineResult::Yield(()) => {
-                ctx.coroutine = Some(co);
-                Outcome::Switched
-            }
+        match co.resume(()) {
+            CoroutineResult::Yield(()) => Outcome::Switched,
             CoroutineResult::Return(()) => {
-                ctx.yielder = std::ptr::null();
+                // SAFETY: the G finished: we own it again.
+                unsafe { self.ctx() }.yielder = std::ptr::null();
+                let co = slot.take().expect("the coroutine that just returned");
                 Outcome::Exited(co.into_stack())
             }
         }

@@ -221,7 +221,8 @@ pub(crate) fn swappable(g: &G) -> Option<(usize, usize)> {
     }
     // SAFETY: pinned (the caller's contract) and off its stack: we own it.
     let ctx = unsafe { g.ctx() };
-    if ctx.swapped.is_some() || ctx.coroutine.is_none() || ctx.inspecting {
+    // SAFETY: as above.
+    if ctx.swapped.is_some() || unsafe { g.coroutine() }.is_none() || ctx.inspecting {
         return None;
     }
     if ctx.site.is_none() && !g.wait_reason().records_off_stack() {
