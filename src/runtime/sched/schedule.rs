@@ -198,19 +198,18 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
     set_current_g(Some(g));
     let default_size = s.config.stack_size;
     // SAFETY: we popped `g` from a queue, so this M owns it until it switches out.
-    let first_stack = unsafe { g.needs_stack() }.then(|| {
-        let size = g.stack_size();
-        // SAFETY: this M holds `p`; the reference dies in this closure.
-        let stack = unsafe { p.local() }.stacks.get(&s.stacks, size, default_size);
-        stack.map_err(|e| cannot_map(size, e))
-    });
+    let first_run = unsafe { g.needs_stack() };
+    let no_stack = if first_run { start(p, g, default_size) } else { None };
     leave_runtime(m);
     let p_id = p.id;
     if tracing::on() {
-        tracing::started(m, g, inherit && first_stack.is_none());
+        tracing::started(m, g, inherit && !first_run);
     }
-    // SAFETY: as above; the stack was asked for exactly when the G needed one.
-    let outcome = unsafe { g.resume(first_stack) };
+    let outcome = match no_stack {
+        // SAFETY: as above; a G that needed a stack was given one.
+        None => unsafe { g.resume() },
+        Some(e) => Outcome::NoStack(e),
+    };
     // The P may have been taken while the G ran (sysmon's retake): then this M
     // finishes the G's request without one.
     let p = enter_runtime(m);
@@ -267,6 +266,20 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
         }
     }
     true
+}
+
+/// Gives a G about to run for the first time its stack and coroutine; the
+/// error it reports if no stack could be mapped.
+#[inline(never)]
+fn start(p: &P, g: GRef, default_size: usize) -> Option<std::io::Error> {
+    let size = g.stack_size();
+    // SAFETY: this M holds `p`; the reference dies in this statement.
+    match unsafe { p.local() }.stacks.get(&sched().stacks, size, default_size) {
+        // SAFETY: this M popped `g` and owns it; it has no coroutine yet.
+        Ok(stack) => unsafe { g.start(stack) },
+        Err(e) => return Some(cannot_map(size, e)),
+    }
+    None
 }
 
 /// The error a G that could not start reports: the stack's size and why.

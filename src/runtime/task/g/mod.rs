@@ -559,40 +559,24 @@ impl G {
         unsafe { &mut *self.coroutine.get() }
     }
 
-    /// Runs the G until it switches out or exits. On its first run the body is
-    /// turned into a coroutine on `first_stack` (from [`G::needs_stack`]'s answer).
+    /// Runs the G until it switches out or exits; its coroutine exists
+    /// ([`G::start`] made it before its first run).
+    ///
+    /// Inlined into the scheduling loop: the switch clobbers every register,
+    /// so a function of its own would save and restore all the callee-saved
+    /// ones on every switch; the loop saves them once.
     ///
     /// # Safety
-    /// The caller is the M that popped this G from a run queue and owns it, and
-    /// passes a stack exactly when `needs_stack` said so.
-    pub(crate) unsafe fn resume(&self, first_stack: Option<std::io::Result<GStack>>) -> Outcome {
+    /// The caller is the M that popped this G from a run queue and owns it.
+    #[inline(always)]
+    pub(crate) unsafe fn resume(&self) -> Outcome {
         // The coroutine stays in place while it runs: the G writes its context
         // (`switch_out`, its yielder), never its coroutine.
         // SAFETY: we own the G and are not it (caller's contract).
         let slot = unsafe { self.coroutine() };
         // SAFETY: as above; the scheduler took the last switch's request.
         debug_assert!(matches!(unsafe { self.ctx() }.switch, Switch::None));
-        let co = match slot {
-            Some(co) => co,
-            None => {
-                // SAFETY: as above; this borrow ends before the switch.
-                let task = unsafe { self.ctx() }.task.expect("goro: G resumed without a task");
-                let stack = match first_stack.expect("goro: first run without a stack") {
-                    Ok(stack) => stack,
-                    Err(e) => return Outcome::NoStack(e),
-                };
-                self.guard.set(stack.guard());
-                let me = GRef::from(self);
-                slot.insert(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
-                    // SAFETY: this runs on the G's own coroutine, so the G owns itself.
-                    unsafe { me.ctx() }.yielder = yielder;
-                    me.in_code.store(true, Ordering::Relaxed);
-                    // SAFETY: the task's one run, on its G's own stack.
-                    unsafe { task.run(None) };
-                    me.in_code.store(false, Ordering::Relaxed);
-                }))
-            }
-        };
+        let Some(co) = slot else { not_started(self.id()) };
         // SAFETY: we own the G, which is not running (caller's contract).
         unsafe { swap::take_swapped(self) };
         match co.resume(()) {
@@ -606,14 +590,38 @@ impl G {
         }
     }
 
+    /// Makes the G's body into a coroutine on `stack`, before its first run
+    /// (when [`G::needs_stack`] says so).
+    ///
+    /// # Safety
+    /// The caller owns the G, which has no coroutine yet.
+    #[inline(never)]
+    pub(crate) unsafe fn start(&self, stack: GStack) {
+        // SAFETY: the caller's contract; this borrow ends here.
+        let task = unsafe { self.ctx() }.task.expect("goro: G started without a task");
+        self.guard.set(stack.guard());
+        let me = GRef::from(self);
+        // SAFETY: the caller's contract.
+        let slot = unsafe { self.coroutine() };
+        debug_assert!(slot.is_none());
+        *slot = Some(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
+            // SAFETY: this runs on the G's own coroutine, so the G owns itself.
+            unsafe { me.ctx() }.yielder = yielder;
+            me.in_code.store(true, Ordering::Relaxed);
+            // SAFETY: the task's one run, on its G's own stack.
+            unsafe { task.run(None) };
+            me.in_code.store(false, Ordering::Relaxed);
+        }));
+    }
+
     /// The G's first stack could not be mapped: its task runs its no-stack path
     /// (drops the body, stores `err` for `join`). The caller runs this as a
     /// plain-thread context (`sched/syscall.rs`): the destructors are user code
     /// on the M's own stack, where a wait cannot park a coroutine.
     ///
     /// # Safety
-    /// The caller is the M that got [`Outcome::NoStack`] from this G's
-    /// [`G::resume`] and owns the G; called once.
+    /// The caller is the M that could map no first stack for this G
+    /// ([`Outcome::NoStack`]) and owns the G; called once.
     pub(crate) unsafe fn fail_without_stack(&self, err: std::io::Error) {
         // SAFETY: we own the G (caller's contract).
         let task = unsafe { self.ctx() }.task.expect("goro: G without a task");
@@ -663,6 +671,15 @@ impl G {
 #[inline(never)]
 fn no_coroutine(id: u64) -> ! {
     eprintln!("goro: fatal error: goroutine {id} tried to park while not running on its own stack");
+    std::process::abort()
+}
+
+/// A G resumed before [`G::start`] made its coroutine: a scheduler bug,
+/// stopped here in release builds too.
+#[cold]
+#[inline(never)]
+fn not_started(id: u64) -> ! {
+    eprintln!("goro: fatal error: goroutine {id} was resumed before it was started");
     std::process::abort()
 }
 

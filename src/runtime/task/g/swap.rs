@@ -306,10 +306,11 @@ pub(crate) unsafe fn swapped_len(g: &G) -> Option<usize> {
 #[inline]
 pub(crate) unsafe fn take_swapped(g: &G) -> usize {
     // SAFETY: the caller's contract.
-    match unsafe { g.ctx() }.swapped.take() {
-        None => 0,
-        Some(s) => swap_in(g, s),
+    let swapped = &mut unsafe { g.ctx() }.swapped;
+    if swapped.is_none() {
+        return 0;
     }
+    swap_in(g, swapped.take().expect("checked"))
 }
 
 #[cold]
