@@ -18,20 +18,54 @@ pub(crate) const TIMED_OUT: u32 = u32::MAX - 1;
 /// One wait that several parties may try to end; see the module docs.
 pub(crate) struct Claim {
     done: AtomicU32,
+    /// Every party that may end it holds one lock while it tries (the one
+    /// record the wait is queued on): then a plain load and store end it,
+    /// without a compare-and-swap.
+    under_one_lock: bool,
     waiter: Waiter,
 }
 
 impl Claim {
+    /// A claim that parties holding different locks, or none (a timer), may
+    /// race for.
     pub(crate) fn new(waiter: Waiter) -> Claim {
         Claim {
             done: AtomicU32::new(UNCLAIMED),
+            under_one_lock: false,
             waiter,
+        }
+    }
+
+    /// A claim that only parties holding the lock of the one record the wait
+    /// is queued on try to end (a channel send or receive, or a `sync` wait,
+    /// without a timeout).
+    pub(crate) fn under_one_lock(waiter: Waiter) -> Claim {
+        Claim {
+            under_one_lock: true,
+            ..Claim::new(waiter)
+        }
+    }
+
+    /// An unclaimed claim for the same waiter, raced for the same way.
+    pub(crate) fn like(&self) -> Claim {
+        Claim {
+            under_one_lock: self.under_one_lock,
+            ..Claim::new(self.waiter())
         }
     }
 
     /// Ends the wait as `case` if nobody ended it yet. The winner must then wake
     /// the waiter ([`Claim::waiter`]) exactly once.
+    #[inline]
     pub(crate) fn try_claim(&self, case: u32) -> bool {
+        if self.under_one_lock {
+            // The lock orders every try: nobody else stores between the two.
+            if self.done.load(Ordering::Relaxed) != UNCLAIMED {
+                return false;
+            }
+            self.done.store(case, Ordering::Release);
+            return true;
+        }
         self.done
             .compare_exchange(UNCLAIMED, case, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()

@@ -316,7 +316,8 @@ pub(crate) fn block<T, G>(
     let parker = Parker::new();
     match timeout {
         None => {
-            let claim = Claim::new(parker.waiter());
+            // Only wakers holding the queue's lock end it (no timer).
+            let claim = Claim::under_one_lock(parker.waiter());
             sg.bind(&claim, 0);
             Site::new(sg, true, relock).park_with(parker, |p| p.park(reason, guard));
             true
@@ -427,7 +428,7 @@ impl HeapClaim {
     /// A heap claim for `stack`'s waiter, unclaimed; it lives until
     /// [`HeapClaim::hand_back`].
     pub(crate) fn make(&self, stack: &Claim) -> &Claim {
-        let heap = Box::into_raw(Box::new(Claim::new(stack.waiter())));
+        let heap = Box::into_raw(Box::new(stack.like()));
         self.0.set(heap);
         // SAFETY: just made; freed only by `hand_back`, which takes `&self`
         // after every sudog bound to it has left its queue.
@@ -590,7 +591,7 @@ mod loom_models {
         loom::model(|| {
             let q = Arc::new(Guarded::new(WaitQueue::<u64>::new()));
             let me = Arc::new(ThreadWaiter::new());
-            let claim = Claim::new(Waiter::Thread(me.clone()));
+            let claim = Claim::under_one_lock(Waiter::Thread(me.clone()));
             let sg = Sudog::new(None);
             sg.bind(&claim, 0);
             q.lock().push(&sg);
