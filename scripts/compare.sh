@@ -76,6 +76,7 @@ PLAN=(
   "work_unit          1    50"
   "spawn_join         2    1000000"
   "yield              1    1000000"
+  "switch_floor       1    20000000" # goro's binary only: the bare coroutine switch (N round trips, best of 5)
   "imbalanced         1,2  1000"
   "parked_rss         2    100000"
   "idle_rss           2    100000"
@@ -411,6 +412,7 @@ for entry in "${PLAN[@]}"; do
     fi
     for impl in "${IMPL_LIST[@]}"; do
       reason=$(unavailable_reason "$impl")
+      [ "$W" != switch_floor ] || [ "$impl" = goro ] || continue
       if [ -n "$reason" ]; then
         if [ "$W" = tcp_echo ]; then
           echo_rows "$impl" "$P" 0 "$N" unavailable "$reason"
@@ -424,6 +426,7 @@ for entry in "${PLAN[@]}"; do
       for ((k = 0; k < K; k++)); do
         impl=${IMPL_LIST[$(((k + r - 1) % K))]} # rotate the order every round
         [ -z "$(unavailable_reason "$impl")" ] || continue
+        [ "$W" != switch_floor ] || [ "$impl" = goro ] || continue
         case " $TIMED_OUT " in *" $impl "*) continue ;; esac
         if [ "$W" = tcp_echo ]; then
           run_echo "$impl" "$P" "$r" "$N"

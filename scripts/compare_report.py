@@ -96,6 +96,13 @@ WORKLOADS = {
         "gives its buffers back after 1 s idle and its goroutine's stack is swapped out a "
         "second later (`Config::swap_idle_after`).",
     ),
+    "switch_floor": (
+        "switch_floor: a bare coroutine switch (the floor)",
+        "A corosensei coroutine resumed and suspended N times, nothing else: the switch every goro "
+        "park, yield and hand-off makes. Best of 5 in one process, ns per round trip (resume + "
+        "suspend). goro's binary only; the `yield` and `pingpong` goals are counted in these round "
+        "trips.",
+    ),
     "pingpong": (
         "pingpong: unbuffered channel ping-pong",
         "Two tasks and two channels: A sends i on `ping` and waits to receive it back on "
@@ -176,8 +183,21 @@ WORKLOADS = {
 # workload -> (goal text, checks). A check (peer, op, factor) holds when
 # goro's median op factor × peer's median, for every GOMAXPROCS measured; with
 # peer None it is absolute: goro's median op factor, in the workload's unit.
+# Peer BEST is the peer with the lowest median; FLOOR is the median of goro's
+# `switch_floor` row (ns per bare coroutine switch round trip).
+BEST, FLOOR = "best", "floor"
+SWITCH_FLOOR = {}
 GOALS = {
-    "pingpong": ("goro ≤ 0.7 × Go's ns per round trip", [("go", "<=", 0.7)]),
+    "yield": (
+        "goro ≤ 0.7 × the best peer's ns per yield (of Go, Tokio and may) and ≤ 10 coroutine switch "
+        "round trips (`switch_floor`)",
+        [(BEST, "<=", 0.7), (FLOOR, "<=", 10.0)],
+    ),
+    "pingpong": (
+        "goro ≤ 0.7 × the best peer's ns per round trip (of Go, Tokio and may) and ≤ 40 coroutine "
+        "switch round trips (`switch_floor`)",
+        [(BEST, "<=", 0.7), (FLOOR, "<=", 40.0)],
+    ),
     "buffered": ("goro ≥ Go's msgs/s", [("go", ">=", 1.0)]),
     "skynet": ("goro ≤ 0.7 × Go's wall time", [("go", "<=", 0.7)]),
     "mutex_uncontended": ("goro within 1.2 × Go's ns/op", [("go", "<=", 1.2)]),
@@ -268,6 +288,20 @@ def goal_line(w, cells_by_procs):
                 if not OPS[op](goro.median, factor):
                     ok = False
                 continue
+            if peer == FLOOR:
+                floor = SWITCH_FLOOR.get("ns")
+                if floor is None:
+                    ratios.append("no switch_floor result")
+                    ok = None if ok is not False else False
+                    continue
+                r = goro.median / floor
+                ratios.append(f"{r:.1f} switch round trips")
+                if not OPS[op](r, factor):
+                    ok = False
+                continue
+            if peer == BEST:
+                peers = [i for i, c in cells.items() if i != "goro" and c.median is not None]
+                peer = min(peers, key=lambda i: cells[i].median) if peers else "go"
             c = cells.get(peer)
             if c is None or c.median is None:
                 ratios.append(f"no {IMPL_NAMES.get(peer, peer)} result")
@@ -920,6 +954,9 @@ def main():
 
     meta = read_meta(a.meta)
     rows = read_results(a.results)
+    floor = Cell([r for r in rows if r["workload"] == "switch_floor" and r["impl"] == "goro"])
+    if floor.ok and floor.median is not None:
+        SWITCH_FLOOR["ns"] = floor.median
     workloads = []
     for r in rows:
         if r["workload"] not in workloads:

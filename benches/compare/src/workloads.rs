@@ -36,7 +36,7 @@ pub struct Workload {
 }
 
 /// Every workload, on runtime `R`, with what its N counts.
-pub fn table<R: Runtime>() -> [Workload; 15] {
+pub fn table<R: Runtime>() -> [Workload; 16] {
     fn w(name: &'static str, default_n: u64, driver: fn(&Args) -> Driver) -> Workload {
         Workload {
             name,
@@ -49,6 +49,8 @@ pub fn table<R: Runtime>() -> [Workload; 15] {
         w("spawn_join", 1_000_000, |a| Box::pin(spawn_join::<R>(a.n))),
         // yields per task (2 tasks)
         w("yield", 1_000_000, |a| Box::pin(yield_pingpong::<R>(a.n))),
+        // coroutine switch round trips, per best of 5 (the runtime is not used)
+        w("switch_floor", 20_000_000, |a| Box::pin(switch_floor(a.n))),
         // CPU-bound tasks
         w("imbalanced", 1_000, |a| Box::pin(imbalanced::<R>(a.n))),
         // sleeping tasks
@@ -176,6 +178,37 @@ async fn yield_pingpong<R: Runtime>(n: u64) -> Measure {
         .collect();
     wait_all::<R, ()>(hs, "a yielding").await;
     ns_per_op(t.elapsed(), 2 * n)
+}
+
+/// `switch_floor`: the floor goro's switches are measured against: a bare
+/// corosensei coroutine resumed and suspended n times (the switch every goro
+/// park, yield and hand-off makes, with nothing else), best of 5; ns per
+/// round trip. It uses no runtime: scripts/compare.sh runs it in goro's binary
+/// only, beside `yield` and `pingpong`, whose ns it divides.
+async fn switch_floor(n: u64) -> Measure {
+    use corosensei::{Coroutine, CoroutineResult};
+    let best = (0..5)
+        .map(|_| {
+            let mut co = Coroutine::new(|y, mut x: u64| loop {
+                x = y.suspend(x.wrapping_add(1));
+            });
+            let t = Instant::now();
+            let mut v = 0u64;
+            for _ in 0..n {
+                match co.resume(v) {
+                    CoroutineResult::Yield(r) => v = r,
+                    CoroutineResult::Return(()) => unreachable!("the coroutine loops forever"),
+                }
+            }
+            let took = t.elapsed();
+            black_box(v);
+            // Never finished: forgetting it skips the forced unwind of its stack.
+            std::mem::forget(co);
+            took
+        })
+        .min()
+        .expect("five runs");
+    ns_per_op(best, n)
 }
 
 /// The CPU-bound body of one `imbalanced` task: sum 0..iters, with black_box so
