@@ -21,41 +21,15 @@ fd budget, 18,740 connections under a hard limit of 20,000).
 """
 
 import argparse
-import os
-import re
 import resource
 import socket
 import sys
 import time
 
+from http_burst_rss import read_answer, rss_kib
+
 REQUEST = b"GET / HTTP/1.1\r\nHost: idle\r\n\r\n"
 TIMEOUT_S = 30
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid}")
-
-
-def read_answer(sock):
-    """Reads one HTTP answer (head and Content-Length body); checks it is a 200."""
-    data = b""
-    while True:
-        head_end = data.find(b"\r\n\r\n")
-        if head_end >= 0:
-            m = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", data[:head_end])
-            need = head_end + 4 + (int(m.group(1)) if m else 0)
-            if len(data) >= need:
-                if not data.startswith(b"HTTP/1.1 200"):
-                    raise RuntimeError(f"unexpected answer {data[:40]!r}")
-                return
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise RuntimeError("the server closed an idle connection")
-        data += chunk
 
 
 def main():

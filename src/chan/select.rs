@@ -399,19 +399,7 @@ pub unsafe fn select(cases: &[&dyn Case], has_default: bool) {
         heap: HeapClaim::new(),
     };
     park_at(&site, parker, |p| p.park(WaitReason::Select, unlock));
-    let locks = LockSet::lock(cases);
-    if site.heap.is_out() {
-        site.move_back();
-    }
-    let won = claim.winner() as usize;
-    for (i, c) in cases.iter().enumerate() {
-        if i != won {
-            // SAFETY: every case's channel is locked.
-            unsafe { c.unregister() };
-        }
-    }
-    drop(locks);
-    cases[won].finish_woken();
+    let won = site.finish();
     cases[won].mark_selected();
 }
 
@@ -425,6 +413,27 @@ struct SelectSite<'s, 'a> {
 }
 
 impl SelectSite<'_, '_> {
+    /// Step 4 of the module docs, back from the park: with every channel
+    /// locked again, the sudogs back from the heap if they were moved, the
+    /// losers' sudogs out of their queues; then the winner's result taken.
+    /// Returns the winning case.
+    fn finish(&self) -> usize {
+        let locks = LockSet::lock(self.cases);
+        if self.heap.is_out() {
+            self.move_back();
+        }
+        let won = self.claim.winner() as usize;
+        for (i, c) in self.cases.iter().enumerate() {
+            if i != won {
+                // SAFETY: every case's channel is locked.
+                unsafe { c.unregister() };
+            }
+        }
+        drop(locks);
+        self.cases[won].finish_woken();
+        won
+    }
+
     /// Every case's channel locked, back from the park: the cases' sudogs
     /// back from the heap, then who won handed to the stack claim.
     #[cold]
@@ -840,20 +849,7 @@ mod loom_models {
             parker.park(WaitReason::Select, ());
             swapper.join().unwrap();
             closer.join().unwrap();
-            let locks = LockSet::lock(&cases);
-            if site.heap.is_out() {
-                site.move_back();
-            }
-            let won = claim.winner() as usize;
-            for (i, c) in cases.iter().enumerate() {
-                if i != won {
-                    // SAFETY: locked.
-                    unsafe { c.unregister() };
-                }
-            }
-            drop(locks);
-            cases[won].finish_woken();
-            match (won, sent) {
+            match (site.finish(), sent) {
                 (0, Err(TrySendError::Full(7))) => assert_eq!(a.take(), Err(RecvError)),
                 (1, Ok(())) => assert_eq!(b.take(), Ok(7)),
                 (w, s) => panic!("case {w} won, the send said {s:?}"),
