@@ -173,6 +173,9 @@ impl Conn {
     /// an I/O error).
     fn run(&mut self) -> Result<(), HttpError> {
         loop {
+            // The idle deadline counts from the last answer's write, not from
+            // bytes that start no request (empty lines).
+            let mut answered = false;
             while let Some((head, body)) = self.next_request()? {
                 let bytes = match &body {
                     BodyBytes::Buffered(range) => &self.input.data()[range.clone()],
@@ -185,6 +188,7 @@ impl Conn {
                 self.input.skip_empty_lines();
                 if self.input.data().is_empty() {
                     self.phase = Phase::Idle;
+                    answered = true;
                 } else {
                     self.enter(Phase::Head);
                 }
@@ -200,7 +204,7 @@ impl Conn {
             if self.flush().is_err() {
                 return Ok(());
             }
-            if self.phase == Phase::Idle {
+            if answered && self.phase == Phase::Idle {
                 self.enter(Phase::Idle);
             }
             match self.fill() {

@@ -1093,6 +1093,39 @@ fn empty_lines_after_a_request_leave_the_connection_idle() {
     );
 }
 
+/// Empty lines keep no connection open past its idle timeout, however often
+/// they come.
+#[test]
+fn empty_lines_do_not_restart_the_idle_timeout() {
+    let server = Server::start(&["--idle-timeout", "1"]);
+    let s = server.connect();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    (&s).write_all(get("/").as_bytes()).unwrap();
+    assert_eq!(read_reply(&mut r).status, 200);
+    let idle_from = Instant::now();
+    let crlf = s.try_clone().unwrap();
+    let dribble = std::thread::spawn(move || {
+        // Every 300 ms until the server closes (or 20 s pass).
+        for _ in 0..66 {
+            std::thread::sleep(Duration::from_millis(300));
+            if (&crlf).write_all(b"\r\n").is_err() {
+                return;
+            }
+        }
+    });
+    let mut rest = String::new();
+    let _ = r.read_to_string(&mut rest);
+    let idled = idle_from.elapsed();
+    assert_eq!(rest, "", "empty lines are not a request");
+    assert!(idled >= Duration::from_millis(800), "{idled:?}");
+    assert!(
+        idled < Duration::from_secs(10),
+        "empty lines kept the connection for {idled:?}"
+    );
+    let _ = s.shutdown(std::net::Shutdown::Both);
+    dribble.join().unwrap();
+}
+
 #[test]
 fn help_goes_to_stdout_and_malformed_counts_and_addresses_are_usage_errors() {
     let out = Command::new(common::example_bin("http_echo"))
