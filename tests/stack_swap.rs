@@ -1,8 +1,10 @@
 //! Idle stacks swapped out (`Config::swap_idle_after`): goroutines parked
-//! past the threshold give their stack pages back, come back with every byte
-//! of their frames, show their frames in a dump, and a thread that touches a
-//! swapped-out stack stops the process instead of losing its writes. Its own
-//! binary: the threshold is a start-up setting and RSS is per process.
+//! past the threshold (sleeping, in channel, `select!`, `sync` and socket
+//! waits) give their stack pages back, come back with every byte of their
+//! frames and of the values handed to them, show their frames in a dump and
+//! their swaps in the trace, and a thread that touches a swapped-out stack
+//! stops the process instead of losing its writes. Its own binary: the
+//! threshold is a start-up setting and RSS is per process.
 
 mod common;
 
