@@ -56,11 +56,9 @@ fn record_on(m: &M, ts: u64, kind: Kind, g: u64, arg: u64, small: u8) {
 }
 
 /// Records an event about P `p` from a thread without an M (sysmon).
-#[cold]
-#[inline(never)]
+#[inline]
 pub(crate) fn emit_for_p(kind: Kind, p: usize, arg: u64, small: u8) {
-    let p = u16::try_from(p).unwrap_or(NO_P);
-    trace_buf::record_shared(event(trace_buf::now(), p, kind, 0, arg, small));
+    trace_buf::record_shared_now(kind, u16::try_from(p).unwrap_or(NO_P), 0, arg, small);
 }
 
 fn event(ts: u64, p: u16, kind: Kind, g: u64, arg: u64, small: u8) -> Event {

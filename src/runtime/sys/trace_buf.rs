@@ -551,19 +551,19 @@ pub(crate) fn record_shared(mut ev: Event) {
     }
 }
 
-/// Records an event about G `g` from a thread without an M (sysmon's stack
-/// swapper), stamped now.
+/// Records an event from a thread without an M (sysmon: a retake of P `p`,
+/// its stack swapper's swap-out of G `g`), stamped now.
 #[cold]
 #[inline(never)]
-pub(crate) fn record_shared_for_g(kind: Kind, g: u64, arg: u64) {
+pub(crate) fn record_shared_now(kind: Kind, p: u16, g: u64, arg: u64, small: u8) {
     record_shared(Event {
         ts: now(),
         g,
         arg,
         m: NO_M,
-        p: NO_P,
+        p,
         kind,
-        small: 0,
+        small,
     });
 }
 

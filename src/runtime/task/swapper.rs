@@ -158,7 +158,7 @@ impl Swapper {
             return unpin(&g);
         };
         if trace_buf::on() {
-            trace_buf::record_shared_for_g(Kind::SwapOut, g.id(), kept as u64);
+            trace_buf::record_shared_now(Kind::SwapOut, trace_buf::NO_P, g.id(), kept as u64, 0);
         }
         self.batch.push((g, bottom, top));
         if self.batch.len() == BATCH {

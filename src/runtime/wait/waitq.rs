@@ -345,10 +345,10 @@ pub(crate) fn park_queued<T, U>(sg: &Sudog<T>, parker: Parker, reason: WaitReaso
 }
 
 /// Parks through `park` with `site` recorded in the parking G, the stack
-/// swapper's way to the wait's records, and forgets it once the G is back.
-/// Returns whether a G parked (a plain thread's wait is never swapped).
+/// swapper's way to the wait's records, and forgets it once the G is back
+/// (a plain thread's wait records none: it is never swapped).
 #[inline]
-pub(crate) fn park_at(site: &dyn Relocate, parker: Parker, park: impl FnOnce(Parker)) -> bool {
+pub(crate) fn park_at(site: &dyn Relocate, parker: Parker, park: impl FnOnce(Parker)) {
     let g = parker.g();
     // SAFETY: the running G, on itself; the site outlives the park.
     g.inspect(|g| unsafe { g.set_wait_site(Some(site)) });
@@ -357,7 +357,6 @@ pub(crate) fn park_at(site: &dyn Relocate, parker: Parker, park: impl FnOnce(Par
         // SAFETY: the running G, on itself.
         unsafe { g.set_wait_site(None) };
     }
-    g.is_some()
 }
 
 /// A sudog of a swapped-out waiter, moved to the heap and queued in its
@@ -479,7 +478,8 @@ impl<'a, T> Site<'a, T> {
     /// the heap if the swapper moved them there.
     #[inline]
     fn park_with(&self, parker: Parker, park: impl FnOnce(Parker)) {
-        if park_at(self, parker, park) && self.heap.is_out() {
+        park_at(self, parker, park);
+        if self.heap.is_out() {
             self.move_back();
         }
     }
