@@ -1,8 +1,9 @@
 //! Idle stacks swapped out (`Config::swap_idle_after`): goroutines parked
 //! past the threshold (sleeping, in channel, `select!`, `sync` and socket
 //! waits) give their stack pages back, come back with every byte of their
-//! frames and of the values handed to them, show their frames in a dump and
-//! their swaps in the trace, and a thread that touches a swapped-out stack
+//! frames and of the values handed to them and their goroutine-local values,
+//! show their frames in a dump and their swaps in the trace, report a later
+//! stack overflow by name, and a thread that touches a swapped-out stack
 //! stops the process instead of losing its writes. Its own binary: the
 //! threshold is a start-up setting and RSS is per process.
 
@@ -487,4 +488,52 @@ fn the_trace_shows_each_swap_out_and_swap_in_with_its_size() {
             "G{g}'s swap-in names the bytes its swap-out kept"
         );
     }
+}
+
+goro::local! {
+    static WHO: std::cell::RefCell<String> = std::cell::RefCell::new(String::new());
+}
+
+#[inline(never)]
+fn recurse(n: u64) -> u64 {
+    let buf = std::hint::black_box([n as u8; 256]);
+    if std::hint::black_box(n) == u64::MAX {
+        return 0;
+    }
+    recurse(n + 1) + u64::from(std::hint::black_box(buf[3]))
+}
+
+/// A goroutine back from being swapped out keeps its goroutine-local values,
+/// and running off its stack afterwards is reported as an overflow naming it.
+#[test]
+fn locals_and_overflow_reports_work_after_a_swap_out() {
+    if common::is_child() {
+        let _one = init();
+        let since = goro::runtime::stats().stacks_swapped_out;
+        let (go_on, wait) = goro::chan::bounded::<()>(0);
+        let h = goro::go!(goro::Builder::new().name("swapped-deep"), move || {
+            WHO.with_borrow_mut(|w| w.push_str("set before the swap"));
+            wait.recv().unwrap();
+            assert_eq!(WHO.with_borrow(|w| w.clone()), "set before the swap");
+            println!("LOCAL-OK");
+            recurse(0)
+        })
+        .expect("spawn");
+        println!("CHILD-ID {}", h.id());
+        until_swapped_out(since, 1);
+        go_on.send(()).unwrap();
+        let _ = h.join();
+        unreachable!("the overflow must abort the process");
+    }
+    let out = common::run_child("locals_and_overflow_reports_work_after_a_swap_out", &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("LOCAL-OK"), "the local was lost:\n{stdout}\n{stderr}");
+    let id = stdout
+        .split("CHILD-ID ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .expect("child printed the G id");
+    let want = format!("goroutine {id} \"swapped-deep\" stack overflow");
+    assert!(stderr.contains(&want), "stderr lacks {want:?}:\n{stderr}");
 }
