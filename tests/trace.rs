@@ -1,7 +1,9 @@
 //! The execution trace (`goro::runtime::trace`, `GORO_TRACE`): a trace of an
 //! imbalanced workload is valid Chrome Trace Event JSON with one track per P,
 //! no two runs overlapping on a P, no event lost, a steal event per steal the
-//! counters saw, and a wake-up behind every run that followed a park; a trace
+//! counters saw, and a wake-up behind every run that followed a park; a
+//! wake-up in the middle of a run is dated there, not at the run's clock
+//! reads; a run still going when the trace stops ends there; a trace
 //! taken while Gs panic, block and migrate is still valid; a G back from a
 //! blocking call with no P free is drawn once, on a P; traces taken one after
 //! another while Gs run hold only their own events; a spill file that reaches
@@ -187,6 +189,108 @@ fn a_trace_of_an_imbalanced_workload_is_consistent() {
         }
     }
     assert!(parks > 0, "no G parked and ran again");
+}
+
+/// Events of one G switch share a clock read, but a wake-up is dated when it
+/// happens: a G that computes for 6 ms, readies another and computes 6 ms
+/// more shows the wake-up about 6 ms after its run began and before it ended,
+/// not at either end (the reads nearest to it).
+#[test]
+fn a_wake_up_in_the_middle_of_a_run_is_dated_there() {
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let ids = Arc::new(Mutex::new((0, 0)));
+    let events = trace(|| {
+        let (tx, rx) = goro::chan::bounded::<()>(0);
+        let receiver = goro::go!(move || {
+            rx.recv().unwrap();
+            rx.recv().unwrap();
+        });
+        let sender = goro::go!(move || {
+            // `try_send` on an unbuffered channel succeeds only if the receiver
+            // waits. The first may yield; the second is in one run, between
+            // two stretches of computing.
+            while tx.try_send(()).is_err() {
+                goro::yield_now();
+            }
+            let compute = |ms| {
+                let began = std::time::Instant::now();
+                while began.elapsed() < Duration::from_millis(ms) {
+                    std::hint::black_box(spin(1_000));
+                }
+            };
+            compute(6);
+            while tx.try_send(()).is_err() {
+                std::hint::black_box(spin(100));
+            }
+            compute(6);
+        });
+        *ids.lock().unwrap() = (sender.id().as_u64(), receiver.id().as_u64());
+        sender.join().unwrap();
+        receiver.join().unwrap();
+    });
+    assert_eq!(lost(&events), 0, "events were lost");
+    let (sender, receiver) = *ids.lock().unwrap();
+    let mut woke: Vec<f64> = events
+        .iter()
+        .filter(|e| e["ph"] == "s" && e["id"].as_str().unwrap().starts_with(&format!("{receiver}.")))
+        .map(|e| e["ts"].as_f64().unwrap())
+        .collect();
+    woke.sort_by(f64::total_cmp);
+    assert_eq!(woke.len(), 2, "the receiver's wake-ups: {woke:?}");
+    let second = woke[1];
+    let runs = runs_by_track(&events);
+    let run = runs
+        .values()
+        .flatten()
+        .filter(|e| e["args"]["g"].as_u64() == Some(sender))
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap();
+            (ts, ts + e["dur"].as_f64().unwrap())
+        })
+        .find(|&(from, to)| from <= second && second <= to)
+        .unwrap_or_else(|| panic!("no run of the sender holds its wake-up at {second} µs"));
+    assert!(
+        second - run.0 >= 4_000.0 && run.1 - second >= 4_000.0,
+        "the wake-up at {second} µs, in the sender's run {run:?} µs"
+    );
+}
+
+/// A G still running when the trace stops has its run drawn up to the stop,
+/// ended `running`.
+#[test]
+fn a_run_going_on_when_the_trace_stops_ends_there() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let started = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let mut spinner = None;
+    let events = trace(|| {
+        let (running, done) = (started.clone(), done.clone());
+        spinner = Some(goro::go!(move || {
+            running.store(true, Ordering::SeqCst);
+            while !done.load(Ordering::SeqCst) {
+                std::hint::black_box(spin(1_000));
+            }
+        }));
+        while !started.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    });
+    done.store(true, Ordering::SeqCst);
+    let spinner = spinner.unwrap();
+    let g = spinner.id().as_u64();
+    spinner.join().unwrap();
+    let runs: Vec<_> = runs_by_track(&events)
+        .into_values()
+        .flatten()
+        .filter(|e| e["args"]["g"].as_u64() == Some(g))
+        .collect();
+    assert!(
+        runs.iter().any(|e| e["args"]["end"] == "running"),
+        "the spinner's runs: {runs:?}"
+    );
 }
 
 #[test]

@@ -22,18 +22,21 @@ pub enum End {
     Blocking,
     /// sysmon took the P: the run goes on, on the M's track.
     Retaken,
+    /// Still running when the trace stopped.
+    Running,
     Other,
     Missing,
 }
 
 impl End {
-    pub const ALL: [End; 8] = [
+    pub const ALL: [End; 9] = [
         End::Park,
         End::Yield,
         End::Preempt,
         End::Exit,
         End::Blocking,
         End::Retaken,
+        End::Running,
         End::Other,
         End::Missing,
     ];
@@ -46,6 +49,7 @@ impl End {
             End::Exit => "exit",
             End::Blocking => "blocking",
             End::Retaken => "retaken",
+            End::Running => "running",
             End::Other => "other",
             End::Missing => "no end",
         }
@@ -303,6 +307,7 @@ impl Trace {
                 Some("exit") => End::Exit,
                 Some("blocking") => End::Blocking,
                 Some("retaken") => End::Retaken,
+                Some("running") => End::Running,
                 Some(_) => End::Other,
             };
             reason = a.str("reason")?.map(|r| self.names.intern(r));

@@ -634,6 +634,49 @@ fn loom_trace_chunks_reach_the_writer_once_in_order() {
     });
 }
 
+/// More events than every chunk holds (3 chunks of 2 under loom): the M
+/// waits for the writer to give chunks back, and loses none. A model where
+/// the M counted an event lost instead of waiting, or waited for a chunk
+/// nobody signals, fails (an assertion, or loom's deadlock check).
+#[test]
+fn loom_trace_a_full_tracer_slows_the_m_and_loses_nothing() {
+    use super::sys::trace_buf::{TraceBuf, TRACER};
+    loom::model(|| {
+        assert!(TRACER.begin());
+        let buf: &'static TraceBuf = Box::leak(Box::new(TraceBuf::new()));
+        let done = Arc::new(AtomicBool::new(false));
+        let m_done = done.clone();
+        let m = thread::spawn(move || {
+            for i in 0..8 {
+                buf.record(trace_event(i));
+            }
+            buf.release();
+            m_done.store(true, Ordering::Release);
+        });
+        let writer = thread::spawn(move || {
+            let mut seen = Vec::new();
+            loop {
+                let finished = done.load(Ordering::Acquire);
+                let chunks = std::mem::take(&mut TRACER.lock().full);
+                if finished && chunks.is_empty() {
+                    return seen;
+                }
+                for chunk in chunks {
+                    seen.extend(chunk.events().map(|e| e.g));
+                    TRACER.recycle(chunk);
+                }
+                thread::yield_now();
+            }
+        });
+        m.join().unwrap();
+        let seen = writer.join().unwrap();
+        TRACER.end();
+        drop(TRACER.lock().last.take());
+        assert_eq!(TRACER.lost.load(Ordering::Relaxed), 0);
+        assert_eq!(seen, (0..8).collect::<Vec<u64>>());
+    });
+}
+
 /// A second trace after the first: a buffer holding the first trace's chunk
 /// records into the second, and the second's writer sees only its events.
 #[test]

@@ -18,22 +18,24 @@
 //! is cut there and the exit reports `File too large`, where the kernel would
 //! have killed the process with `SIGXFSZ`.
 //!
-//! Recording costs each M a time-stamp read and a store per event, into
-//! buffers of its own (`sys/trace_buf.rs`). The writer thread (`goro-trace`)
-//! appends full buffers, raw, to an unnamed spill file (`sys/trace_spill.rs`)
+//! Recording costs each M a store per event into buffers of its own, and a
+//! time-stamp read per G switch and per wake-up (`sys/trace_buf.rs`). The
+//! writer thread (`goro-trace`) appends full buffers, raw, to an unnamed spill file (`sys/trace_spill.rs`)
 //! and turns them into JSON when the trace stops, so the program shares no
 //! CPU with JSON formatting while it is traced; memory stays bounded (16 MiB
 //! of buffers). Where no spill file can be made, or once it cannot grow (a
 //! full disk, `RLIMIT_FSIZE`), the writer formats as the buffers fill, after
-//! what the file held. Events that find no buffer are counted and the count is
-//! written at the end of the trace (`"lost"`).
+//! what the file held. A thread that finds every buffer full waits for the
+//! writer; only events that find none for a second (a writer stuck behind a
+//! disk) are dropped, counted, and the count written at the end of the trace
+//! (`"lost"`).
 //!
 //! Thread: `start` and `stop` serialise on `WRITING`; the writer thread owns
 //! the JSON writer and the spill file.
 
 use super::monitor::trace_json::Json;
 use super::sys::file_size::Capped;
-use super::sys::trace_buf::{self, Chunk, Event, TRACER};
+use super::sys::trace_buf::{self, Chunk, Event, TRACER, WRITER_PERIOD};
 use super::sys::trace_spill::Spill;
 use std::io::{self, Write};
 use std::sync::atomic::Ordering;
@@ -130,11 +132,10 @@ impl<W: Write> Keep<W> {
     /// Spills `chunk`'s events, or formats them if there is no spill file. A
     /// spill file that fails (a full disk, `RLIMIT_FSIZE`) is drained into the
     /// JSON, in order, and the trace goes on without it: what the file held,
-    /// and `chunk`, reach the JSON. Events recorded meanwhile may not: while
-    /// the writer drains the file, and from then on while it formats (about
-    /// four million events a second), it gives chunks back slower than a busy
-    /// program fills them, and an event that finds no free chunk is dropped
-    /// and counted in `lost`.
+    /// and `chunk`, reach the JSON. While the writer drains the file, and
+    /// from then on while it formats (about four million events a second),
+    /// it gives chunks back slower than a busy program fills them, and the
+    /// program's threads wait for them (`sys/trace_buf.rs`: Memory).
     fn keep(&mut self, chunk: &Chunk) {
         if let Some(spill) = &mut self.spill {
             if spill.append(chunk.events()).is_ok() {
@@ -172,9 +173,9 @@ impl<W: Write> Keep<W> {
         }
     }
 
-    /// The trace ended: the spilled events, then the buffers' last ones, in
-    /// JSON, and the trace's end.
-    fn finish(mut self, last: Vec<Vec<Event>>) -> io::Result<()> {
+    /// The trace ended at `ended_at`: the spilled events, then the buffers'
+    /// last ones, in JSON, the runs still going then, and the trace's end.
+    fn finish(mut self, last: Vec<Vec<Event>>, ended_at: u64) -> io::Result<()> {
         self.drain_spill();
         for events in last {
             self.write(events.into_iter());
@@ -182,7 +183,7 @@ impl<W: Write> Keep<W> {
         if let Some(e) = self.json_failed {
             return Err(e);
         }
-        self.json.finish(TRACER.lost.load(Ordering::Relaxed))?;
+        self.json.finish(TRACER.lost.load(Ordering::Relaxed), ended_at)?;
         Ok(())
     }
 }
@@ -201,12 +202,17 @@ fn write_out<W: Write>(json: Json<W>, spill: Option<Spill>) -> io::Result<()> {
         let (chunks, names, last) = {
             let mut state = TRACER.lock();
             while state.full.is_empty() && state.names.is_empty() && state.last.is_none() {
-                state = TRACER.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+                state = TRACER
+                    .ready
+                    .wait_timeout(state, WRITER_PERIOD)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
             }
             // `end` sets `last` under the lock after the trace's last full
             // chunk was queued: taken together, nothing comes after them.
             let full = std::mem::take(&mut state.full);
-            (full, std::mem::take(&mut state.names), state.last.take())
+            let last = state.last.take().map(|events| (events, state.ended_at));
+            (full, std::mem::take(&mut state.names), last)
         };
         for (g, name) in names {
             keep.json.set_name(g, name);
@@ -215,8 +221,8 @@ fn write_out<W: Write>(json: Json<W>, spill: Option<Spill>) -> io::Result<()> {
             keep.keep(&chunk);
             TRACER.recycle(chunk);
         }
-        if let Some(last) = last {
-            return keep.finish(last);
+        if let Some((last, ended_at)) = last {
+            return keep.finish(last, ended_at);
         }
     }
 }

@@ -36,6 +36,8 @@ pub(crate) const RUNTIME_TRACK: u64 = 20_000;
 
 /// The `end` of a run cut short on its P by a retake (not a [`Stop`]).
 const RETAKEN: u8 = u8::MAX;
+/// The `small` of the end of a run still going when the trace stopped.
+const STILL_RUNNING: u8 = u8::MAX - 1;
 /// Bytes gathered before they go to the output.
 const FLUSH_AT: usize = 1 << 16;
 
@@ -320,6 +322,7 @@ impl<W: Write> Json<W> {
             s if s == Stop::Preempt as u8 => b"preempt",
             s if s == Stop::Exit as u8 => b"exit",
             RETAKEN => b"retaken",
+            STILL_RUNNING => b"running",
             _ => b"blocking",
         };
         self.begin(b'X', b"\"cat\":\"g\",\"name\":\"G");
@@ -402,7 +405,22 @@ impl<W: Write> Json<W> {
     }
 
     /// Closes the array with the trace's totals, and flushes.
-    pub(crate) fn finish(mut self, lost: u64) -> io::Result<W> {
+    pub(crate) fn finish(mut self, lost: u64, ended: u64) -> io::Result<W> {
+        // Runs still going when the trace stopped end there.
+        for m in 0..self.runs.len() {
+            if let Some(open) = self.runs[m].take() {
+                let end = Event {
+                    ts: ended,
+                    g: open.g,
+                    arg: 0,
+                    m: m as u32,
+                    p: open.p,
+                    kind: Kind::Stop,
+                    small: STILL_RUNNING,
+                };
+                self.slice(&end, open);
+            }
+        }
         self.buf
             .extend_from_slice(b"{\"ph\":\"M\",\"name\":\"goro_trace\",\"pid\":1,\"args\":{\"events\":");
         num(&mut self.buf, self.events);
@@ -480,7 +498,7 @@ mod tests {
         for e in events {
             json.event(e).unwrap();
         }
-        let out = String::from_utf8(json.finish(0).unwrap()).unwrap();
+        let out = String::from_utf8(json.finish(0, 0).unwrap()).unwrap();
         out.lines()
             .filter(|l| l.contains("\"ph\":\"X\""))
             .map(|l| {

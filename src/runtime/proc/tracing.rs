@@ -36,7 +36,7 @@ pub(crate) fn emit(kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
 #[cold]
 #[inline(never)]
 pub(crate) fn emit_on(m: &M, kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
-    let ts = trace_buf::now();
+    let ts = m.trace.stamp();
     record_on(m, ts, kind, g, arg, small);
     ts
 }
@@ -88,20 +88,15 @@ pub(crate) fn runnable(g: GRef) {
     g.set_trace_ready(trace_buf::now());
 }
 
-/// `g` starts running on M `m`. `at_once`: `m` took it from `runnext` right
-/// after the run it recorded last, and sets no stack up for it: that run's
-/// `Stop` time is the start (the switch between them takes tens of ns), which
-/// saves a clock read on the path of every hand-off
-/// (docs/decisions/0032-trace-spill.md).
+/// `g` starts running on M `m`. `shared`: `m` found it in the scheduler's
+/// first look and sets no stack up for it, so the read of the run it
+/// recorded last may date the start (module docs of `sys/trace_buf.rs`:
+/// Clock). Its code runs next: the M's next event reads the clock.
 #[cold]
 #[inline(never)]
-pub(crate) fn started(m: &M, g: GRef, at_once: bool) {
-    let last_stop = m.trace.last_stop();
-    let ts = if at_once && last_stop != 0 {
-        last_stop
-    } else {
-        trace_buf::now()
-    };
+pub(crate) fn started(m: &M, g: GRef, shared: bool) {
+    let ts = if shared { m.trace.stamp() } else { trace_buf::now() };
+    m.trace.stale();
     record_on(m, ts, Kind::Start, g.id(), g.trace_ready(), 0);
     // SAFETY: this M owns `g`, about to run it (the caller's contract).
     if let Some(bytes) = unsafe { swap::swapped_len(&g) } {
@@ -110,11 +105,14 @@ pub(crate) fn started(m: &M, g: GRef, at_once: bool) {
 }
 
 /// `g` stopped running on M `m`, for `why` (a park's wait reason is the G's).
+/// The clock read dates it and, shared, what the scheduler does next.
 #[cold]
 #[inline(never)]
 pub(crate) fn stopped(m: &M, g: GRef, why: Stop) {
     let reason = if why == Stop::Park { g.wait_reason() as u64 } else { 0 };
-    let ts = emit_on(m, Kind::Stop, g.id(), reason, why as u8);
+    let ts = trace_buf::now();
+    record_on(m, ts, Kind::Stop, g.id(), reason, why as u8);
+    m.trace.set_fresh(ts);
     if matches!(why, Stop::Yield | Stop::Preempt) {
         g.set_trace_ready(ts); // runnable as it stops
     }
@@ -155,6 +153,14 @@ pub(crate) fn preempting(m: &M) {
 pub(crate) fn blocking_entered(m: &M, g: GRef) {
     stopped(m, g, Stop::Blocking);
     emit_on(m, Kind::BlockingEnter, g.id(), 0, 0);
+    m.trace.stale();
+}
+
+/// M `m` leaves the scheduler's first look (to steal, spin, poll, or give
+/// its thread up): its next event reads the clock.
+#[inline]
+pub(crate) fn clock_stale(m: &M) {
+    m.trace.stale();
 }
 
 /// sysmon took P `p` from M `m`, whose G goes on running without it (on the

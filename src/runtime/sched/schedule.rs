@@ -203,7 +203,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
     leave_runtime(m);
     let p_id = p.id;
     if tracing::on() {
-        tracing::started(m, g, inherit && !first_run);
+        tracing::started(m, g, !first_run);
     }
     let outcome = match no_stack {
         // SAFETY: as above; a G that needed a stack was given one.
@@ -344,6 +344,9 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         if let Some(found) = search_queues(s, m, p, poll_until) {
             return Some(found);
         }
+        if tracing::on() {
+            tracing::clock_stale(m);
+        }
         if m.spinning() || s.idle.may_spin(s.gomaxprocs() as u32) {
             if !m.spinning() {
                 become_spinning(m);
@@ -402,6 +405,9 @@ fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool
     // An M that has been on its CPU for a while first offers it to whoever
     // the kernel keeps waiting (`crate::runtime::proc::handover`).
     if net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
+        if tracing::on() {
+            tracing::clock_stale(m); // the offer may yield the thread
+        }
         // Our P's timers read again: a P-less caller may have added one.
         crate::runtime::proc::handover::offer(s, m, poll_until.min(p.timers.next()));
         if poll::netpoll(s, Some(Duration::ZERO)) {

@@ -32,14 +32,29 @@
 //!
 //! # Memory
 //! At most [`MAX_CHUNKS`] chunks exist at once (16 MiB), freed when a
-//! trace's writer is done; an event that finds none free is counted in
-//! [`Tracer::lost`] and reported in the trace, never silently dropped.
+//! trace's writer is done. A thread whose chunk is full while none is free
+//! waits for the writer to give one back (so a program that makes events
+//! faster than the writer keeps them runs at the writer's pace and loses
+//! none); only if the writer gives none back for [`WRITER_PATIENCE`] is the
+//! event counted in [`Tracer::lost`] and reported in the trace, never
+//! silently dropped. The writer looks for full chunks every
+//! [`WRITER_PERIOD`]: an M does not wake it per chunk.
 //!
 //! # Clock
-//! Timestamps are raw time-stamp-counter reads on x86_64 (a few ns; the
-//! kernel's clock source is the TSC on the hosts goro targets, invariant
-//! across cores), converted to microseconds by the writer with the rate
-//! measured at `start`; elsewhere `CLOCK_MONOTONIC` nanoseconds.
+//! Timestamps are raw time-stamp-counter reads on x86_64 (12 ns on the
+//! hosts goro is measured on; the kernel's clock source is the TSC there,
+//! invariant across cores), converted to microseconds by the writer with the
+//! rate measured at `start`; elsewhere `CLOCK_MONOTONIC` nanoseconds.
+//!
+//! An M reads the clock once per G switch, not once per event: the `Stop`
+//! of the G that switched out reads it ([`TraceBuf::set_fresh`]), and up to
+//! [`SHARES`] events the scheduler records next on that M share the read
+//! (a global-queue take, a poll's or timers' readies, the next G's `Start`),
+//! while the M runs only its own non-blocking code: the next event after a
+//! G's code ran, after the M slept, yielded its thread, stole, spun or polled
+//! reads the clock again ([`TraceBuf::stale`]). A shared timestamp is early
+//! by that scheduler code's time, under a microsecond
+//! (docs/decisions/0039-trace-recording-cost.md).
 
 use super::sync_prims::{const_unless_loom, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, UnsafeCell};
 use std::cell::Cell;
@@ -47,6 +62,24 @@ use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
+/// Most events that share one clock read of their M ([`TraceBuf::stamp`]).
+const SHARES: u8 = 4;
+/// How many slots (1 KiB) ahead of the one it writes a chunk's writer asks
+/// for the cache line: a chunk's lines sit in the writer thread's cache,
+/// which last read them, and stores that wait for a line fill the CPU's store
+/// buffer and hold up the scheduler's next locked instruction
+/// (docs/decisions/0039-trace-recording-cost.md).
+const PREFETCH_AHEAD: usize = 32;
+/// How long a thread waits for the writer to give a chunk back before
+/// taking it for stuck (a disk that stopped answering: the program goes on,
+/// and events that find no chunk are counted as lost).
+const WRITER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often the writer looks for full chunks while a trace is recorded.
+pub(crate) const WRITER_PERIOD: std::time::Duration = std::time::Duration::from_millis(1);
+/// Full chunks waiting that wake the writer before its period ends (a
+/// quarter of them all: 4 MiB, 10 ms of the busiest ping-pong's events; 1
+/// under loom, whose models have no period).
+const WAKE_WRITER_AT: usize = if cfg!(loom) { 1 } else { MAX_CHUNKS / 4 };
 /// Events per chunk: 64 KiB of 32-byte events (2 under loom, so the models
 /// fill chunks in a few events).
 pub(crate) const CHUNK_EVENTS: usize = if cfg!(loom) { 2 } else { 2048 };
@@ -228,6 +261,9 @@ impl Chunk {
             }
         });
         self.len.store(i + 1, Ordering::Release);
+        if let Some(ahead) = self.events.get(i + PREFETCH_AHEAD) {
+            prefetch_for_write(std::ptr::from_ref(ahead).cast());
+        }
         true
     }
 
@@ -262,8 +298,12 @@ pub(crate) struct Tracer {
     /// Events that found no chunk.
     pub(crate) lost: AtomicU64,
     pub(crate) state: Mutex<State>,
-    /// Signalled when a full chunk is queued, and when the trace ends.
+    /// Signalled when many full chunks wait ([`Tracer::queue_full`]), a
+    /// name is noted, and when the trace ends.
     pub(crate) ready: Condvar,
+    /// Signalled when a chunk is given back while a thread waits for one,
+    /// and when the trace ends.
+    freed: Condvar,
 }
 
 /// What the tracer's lock guards.
@@ -288,6 +328,14 @@ pub(crate) struct State {
     /// Set by `end`: the events of the buffers' current chunks, and the
     /// writer's sign that the trace is over.
     pub(crate) last: Option<Vec<Vec<Event>>>,
+    /// When `end` ran (clock ticks): where runs still going then end.
+    pub(crate) ended_at: u64,
+    /// Threads waiting in [`Tracer::take_chunk_waiting`].
+    waiting: usize,
+    /// The generation in which a wait for a free chunk timed out: the
+    /// writer is stuck, and from then on an event without a chunk is lost
+    /// at once.
+    stuck_gen: u64,
 }
 
 // SAFETY: the chunk pointers in `active` are dereferenced only under the
@@ -316,8 +364,12 @@ impl Tracer {
                     shared: None,
                     names: Vec::new(),
                     last: None,
+                    ended_at: 0,
+                    waiting: 0,
+                    stuck_gen: 0,
                 }),
                 ready: Condvar::new(),
+                freed: Condvar::new(),
             }
         }
     }
@@ -338,6 +390,7 @@ impl Tracer {
         state.free.extend(undrained);
         state.names.clear();
         state.last = None;
+        detect_prefetchw();
         let gen = state.next_gen;
         state.next_gen += 1;
         self.lost.store(0, Ordering::Relaxed);
@@ -363,7 +416,9 @@ impl Tracer {
             }
         }
         state.last = Some(rest);
+        state.ended_at = now();
         self.ready.notify_all();
+        self.freed.notify_all();
     }
 
     /// A chunk for generation `gen`, or `None` (an event lost) if
@@ -380,9 +435,44 @@ impl Tracer {
         None
     }
 
+    /// A chunk for generation `gen`, waiting for the writer to give one back
+    /// if [`MAX_CHUNKS`] are alive: a program that records faster than the
+    /// writer keeps up is slowed to its pace, and loses no event. `None` (an
+    /// event lost, counted by the caller) if the trace ended meanwhile, or
+    /// if the writer gave none back for [`WRITER_PATIENCE`] (then, for the
+    /// rest of the trace, at once).
+    fn take_chunk_waiting(mut state: MutexGuard<'_, State>, gen: u64) -> (MutexGuard<'_, State>, Option<Box<Chunk>>) {
+        let mut waited = std::time::Duration::ZERO;
+        loop {
+            if let Some(chunk) = Tracer::take_chunk(&mut state, gen) {
+                return (state, Some(chunk));
+            }
+            if GEN.0.load(Ordering::Relaxed) != gen || state.stuck_gen == gen {
+                return (state, None);
+            }
+            if waited >= WRITER_PATIENCE {
+                state.stuck_gen = gen;
+                return (state, None);
+            }
+            TRACER.ready.notify_one();
+            state.waiting += 1;
+            let began = std::time::Instant::now();
+            state = match TRACER.freed.wait_timeout(state, WRITER_PATIENCE - waited) {
+                Ok((state, _)) => state,
+                Err(e) => e.into_inner().0,
+            };
+            waited += began.elapsed();
+            state.waiting -= 1;
+        }
+    }
+
     /// Gives a chunk back to the free list (the writer, once written out).
     pub(crate) fn recycle(&self, chunk: Box<Chunk>) {
-        self.lock().free.push(chunk);
+        let mut state = self.lock();
+        state.free.push(chunk);
+        if state.waiting > 0 {
+            self.freed.notify_all();
+        }
     }
 
     /// Frees the chunks nobody uses (the writer, when its trace is written).
@@ -392,13 +482,24 @@ impl Tracer {
         state.free = Vec::new();
     }
 
+    /// Queues the full `chunk` for the writer, which looks every
+    /// [`WRITER_PERIOD`]; wakes it at once only if [`WAKE_WRITER_AT`] chunks
+    /// wait. A wake-up per chunk would cost the recording M a system call
+    /// every [`CHUNK_EVENTS`] events, and draw the writer onto the M's CPU
+    /// (the kernel places a woken thread beside its waker).
+    fn queue_full(state: &mut State, chunk: Box<Chunk>) {
+        state.full.push_back(chunk);
+        if state.full.len() >= WAKE_WRITER_AT {
+            TRACER.ready.notify_one();
+        }
+    }
+
     /// Queues `chunk` for the writer if it belongs to the trace being
     /// recorded, else frees it for reuse.
     fn retire(state: &mut State, chunk: Box<Chunk>) {
         let gen = GEN.0.load(Ordering::Relaxed);
         if gen != 0 && chunk.gen.get() == gen {
-            state.full.push_back(chunk);
-            TRACER.ready.notify_one();
+            Tracer::queue_full(state, chunk);
         } else {
             state.free.push(chunk);
         }
@@ -410,8 +511,14 @@ impl Tracer {
 pub(crate) struct TraceBuf {
     /// The generation of `chunk`; 0 before the first event.
     gen: Cell<u64>,
-    /// The time of the last event recorded if it was a `Stop`, else 0.
-    last_stop: Cell<u64>,
+    /// The M's last clock read in the scheduler ([`TraceBuf::set_fresh`]).
+    fresh: Cell<u64>,
+    /// The generation `fresh` was read in: a read of an earlier trace is
+    /// never shared by a later one's events.
+    fresh_gen: Cell<u64>,
+    /// How many more events may share `fresh` (0: the next event reads the
+    /// clock).
+    shares_left: Cell<u8>,
     /// The current chunk, owned by this buffer (a leaked `Box`, rebuilt when
     /// the chunk leaves it); listed in `State::active` while its generation
     /// is recorded.
@@ -426,26 +533,45 @@ impl TraceBuf {
     pub(crate) fn new() -> TraceBuf {
         TraceBuf {
             gen: Cell::new(0),
-            last_stop: Cell::new(0),
+            fresh: Cell::new(0),
+            fresh_gen: Cell::new(0),
+            shares_left: Cell::new(0),
             chunk: Cell::new(None),
         }
     }
 
-    /// The time of the last event recorded if it was a `Stop` of the trace
-    /// being recorded, else 0.
+    /// A timestamp for this M's next event: the clock read that
+    /// [`TraceBuf::set_fresh`] left, while it may still be shared, else a read
+    /// now (module docs: Clock).
     #[inline]
-    pub(crate) fn last_stop(&self) -> u64 {
-        if self.gen.get() == GEN.0.load(Ordering::Relaxed) {
-            self.last_stop.get()
-        } else {
-            0
+    pub(crate) fn stamp(&self) -> u64 {
+        let left = self.shares_left.get();
+        if left > 0 && self.fresh_gen.get() == GEN.0.load(Ordering::Relaxed) {
+            self.shares_left.set(left - 1);
+            return self.fresh.get();
         }
+        now()
+    }
+
+    /// `ts` was read in the scheduler, which now runs its own code for a
+    /// moment: the next [`SHARES`] events of this M may share it.
+    #[inline]
+    pub(crate) fn set_fresh(&self, ts: u64) {
+        self.fresh.set(ts);
+        self.fresh_gen.set(GEN.0.load(Ordering::Relaxed));
+        self.shares_left.set(SHARES);
+    }
+
+    /// The M is about to run a G's code, give up its thread or wait: its next
+    /// event reads the clock.
+    #[inline]
+    pub(crate) fn stale(&self) {
+        self.shares_left.set(0);
     }
 
     /// Records `ev`. Only the owning M's thread calls it.
     #[inline]
     pub(crate) fn record(&self, ev: Event) {
-        self.last_stop.set(if ev.kind == Kind::Stop { ev.ts } else { 0 });
         let gen = GEN.0.load(Ordering::Relaxed);
         if gen != 0 && self.gen.get() == gen {
             if let Some(chunk) = self.chunk.get() {
@@ -480,15 +606,22 @@ impl TraceBuf {
                 let old = unsafe { Box::from_raw(old.as_ptr()) };
                 if old.gen.get() == gen {
                     state.active.retain(|&(buf, _)| buf != me);
-                    state.full.push_back(old);
-                    TRACER.ready.notify_one();
-                    Tracer::take_chunk(&mut state, gen)
+                    Tracer::queue_full(&mut state, old);
+                    None
                 } else {
                     old.reset(gen);
                     Some(old)
                 }
             }
-            None => Tracer::take_chunk(&mut state, gen),
+            None => None,
+        };
+        let next = match next {
+            Some(chunk) => Some(chunk),
+            None => {
+                let (locked, chunk) = Tracer::take_chunk_waiting(state, gen);
+                state = locked;
+                chunk
+            }
         };
         self.gen.set(gen);
         match next {
@@ -499,9 +632,10 @@ impl TraceBuf {
                 state.active.push((me, chunk));
                 self.chunk.set(Some(chunk));
             }
-            None => {
+            None if GEN.0.load(Ordering::Relaxed) == gen => {
                 TRACER.lost.fetch_add(1, Ordering::Relaxed);
             }
+            None => {} // the trace ended while it waited: it belongs to none
         }
     }
 
@@ -540,14 +674,18 @@ pub(crate) fn record_shared(mut ev: Event) {
     if let Some(old) = state.shared.take() {
         Tracer::retire(&mut state, old);
     }
-    match Tracer::take_chunk(&mut state, gen) {
+    let (mut state, chunk) = Tracer::take_chunk_waiting(state, gen);
+    match chunk {
         Some(chunk) => {
             chunk.push(ev);
-            state.shared = Some(chunk);
+            if let Some(old) = state.shared.replace(chunk) {
+                Tracer::retire(&mut state, old); // filled while this waited
+            }
         }
-        None => {
+        None if GEN.0.load(Ordering::Relaxed) == gen => {
             TRACER.lost.fetch_add(1, Ordering::Relaxed);
         }
+        None => {}
     }
 }
 
@@ -579,6 +717,43 @@ pub(crate) fn now() -> u64 {
     {
         monotonic_ns()
     }
+}
+
+/// Whether the CPU has `prefetchw` (AMD's since the K6, Intel's since
+/// Broadwell); read when a trace begins.
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+static PREFETCHW: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Learns whether the CPU has `prefetchw` ([`prefetch_for_write`]).
+fn detect_prefetchw() {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    {
+        use core::arch::x86_64::__cpuid;
+        let has = __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0;
+        PREFETCHW.store(has, Ordering::Relaxed);
+    }
+}
+
+/// Asks for the cache line at `at`, to be written soon: for writing where
+/// the CPU can (`prefetchw` takes the line from the writer thread's cache,
+/// which last read it, in one step; a plain prefetch shares it, and the store
+/// still has to take it over).
+#[inline(always)]
+fn prefetch_for_write(at: *const i8) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    {
+        if PREFETCHW.load(Ordering::Relaxed) {
+            // SAFETY: a prefetch never faults, whatever `at` is, and reads and
+            // writes nothing the program sees; the CPU has the instruction
+            // (`detect_prefetchw`).
+            unsafe { core::arch::asm!("prefetchw [{0}]", in(reg) at, options(nostack, preserves_flags, readonly)) };
+        } else {
+            // SAFETY: as above; `sse`, all it needs, is part of x86_64.
+            unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(at) };
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = at;
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
