@@ -86,6 +86,31 @@ fn assert_no_overlap(tid: u64, runs: &[&Value]) {
     }
 }
 
+/// No run starts before its G became runnable, and no G runs on two tracks
+/// at once.
+fn assert_runs_follow_their_wake_ups(events: &[Value]) {
+    let mut per_g: HashMap<u64, Vec<(f64, f64)>> = HashMap::new();
+    for e in runs_by_track(events).into_values().flatten() {
+        let ts = e["ts"].as_f64().unwrap();
+        if let Some(ready) = e["args"]["ready_ts"].as_f64() {
+            assert!(ready <= ts + 0.002, "a run before its G was runnable: {e}");
+        }
+        let g = e["args"]["g"].as_u64().unwrap();
+        per_g.entry(g).or_default().push((ts, ts + e["dur"].as_f64().unwrap()));
+    }
+    for (g, mut runs) in per_g {
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in runs.windows(2) {
+            assert!(
+                w[0].1 <= w[1].0 + 0.002,
+                "G{g} runs twice at once: {:?} and {:?}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+}
+
 fn lost(events: &[Value]) -> u64 {
     let end = events
         .iter()
@@ -436,6 +461,7 @@ fn traces_taken_one_after_another_while_gs_run_hold_only_their_own_events() {
         {
             assert!(e["ts"].as_f64().unwrap() > 0.0, "an event from before the trace: {e}");
         }
+        assert_runs_follow_their_wake_ups(&events);
     }
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     for h in pairs {

@@ -26,9 +26,9 @@
 //! of buffers). Where no spill file can be made, or once it cannot grow (a
 //! full disk, `RLIMIT_FSIZE`), the writer formats as the buffers fill, after
 //! what the file held. A thread that finds every buffer full waits for the
-//! writer; only events that find none for a second (a writer stuck behind a
-//! disk) are dropped, counted, and the count written at the end of the trace
-//! (`"lost"`).
+//! writer; once one has waited a second (a writer stuck behind a disk), every
+//! event of that trace that finds no buffer is dropped at once, counted, and
+//! the count written at the end of the trace (`"lost"`).
 //!
 //! Thread: `start` and `stop` serialise on `WRITING`; the writer thread owns
 //! the JSON writer and the spill file.

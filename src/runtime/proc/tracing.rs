@@ -36,9 +36,26 @@ pub(crate) fn emit(kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
 #[cold]
 #[inline(never)]
 pub(crate) fn emit_on(m: &M, kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
-    let ts = m.trace.stamp();
+    let ts = trace_buf::now();
     record_on(m, ts, kind, g, arg, small);
     ts
+}
+
+/// Records a take of `arg` Gs (`kind`: from the global queue, or stolen from
+/// P `g`) by the current M, whose next `Start`, the first G taken, may share
+/// its clock read.
+#[cold]
+#[inline(never)]
+pub(crate) fn took(kind: Kind, g: u64, arg: u64) {
+    match current_m() {
+        Some(m) => {
+            let ts = emit_on(m, kind, g, arg, 0);
+            m.trace.set_fresh(ts);
+        }
+        None => {
+            emit(kind, g, arg, 0);
+        }
+    }
 }
 
 /// Records an event of `kind` at `ts` from M `m` (the calling thread's).
@@ -88,15 +105,16 @@ pub(crate) fn runnable(g: GRef) {
     g.set_trace_ready(trace_buf::now());
 }
 
-/// `g` starts running on M `m`. `shared`: `m` found it in the scheduler's
-/// first look and sets no stack up for it, so the read of the run it
-/// recorded last may date the start (module docs of `sys/trace_buf.rs`:
-/// Clock). Its code runs next: the M's next event reads the clock.
+/// `g` starts running on M `m`. `shared`: `m` sets no stack up for it, so
+/// the read of the event it recorded just before may date the start, if
+/// that event left it (a `runnext` hand-off's `Stop`, or the take that found
+/// `g`: module docs of `sys/trace_buf.rs`, Clock); never before `g` became
+/// runnable.
 #[cold]
 #[inline(never)]
 pub(crate) fn started(m: &M, g: GRef, shared: bool) {
-    let ts = if shared { m.trace.stamp() } else { trace_buf::now() };
-    m.trace.stale();
+    let fresh = if shared { m.trace.take_fresh() } else { None };
+    let ts = fresh.map_or_else(trace_buf::now, |ts| ts.max(g.trace_ready() & !READIED));
     record_on(m, ts, Kind::Start, g.id(), g.trace_ready(), 0);
     // SAFETY: this M owns `g`, about to run it (the caller's contract).
     if let Some(bytes) = unsafe { swap::swapped_len(&g) } {
@@ -105,7 +123,7 @@ pub(crate) fn started(m: &M, g: GRef, shared: bool) {
 }
 
 /// `g` stopped running on M `m`, for `why` (a park's wait reason is the G's).
-/// The clock read dates it and, shared, what the scheduler does next.
+/// Its clock read may date the next `Start` (a `runnext` hand-off).
 #[cold]
 #[inline(never)]
 pub(crate) fn stopped(m: &M, g: GRef, why: Stop) {
@@ -153,11 +171,10 @@ pub(crate) fn preempting(m: &M) {
 pub(crate) fn blocking_entered(m: &M, g: GRef) {
     stopped(m, g, Stop::Blocking);
     emit_on(m, Kind::BlockingEnter, g.id(), 0, 0);
-    m.trace.stale();
 }
 
-/// M `m` leaves the scheduler's first look (to steal, spin, poll, or give
-/// its thread up): its next event reads the clock.
+/// M `m` may wait on a lock, poll, spin, yield its thread or sleep before
+/// its next `Start`, which then reads the clock.
 #[inline]
 pub(crate) fn clock_stale(m: &M) {
     m.trace.stale();

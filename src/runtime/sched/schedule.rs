@@ -381,6 +381,9 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
 #[inline(always)]
 fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool)> {
     if p.schedtick().is_multiple_of(GLOBAL_CHECK_PERIOD) && !s.global.is_empty() {
+        if tracing::on() {
+            tracing::clock_stale(m); // the global queue's lock
+        }
         if let Some(g) = global_get(s, p, 1) {
             // The G that `ready_found` left on our queue without waking an
             // M (we were to run it next) now waits behind this one, which
@@ -391,7 +394,7 @@ fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool
             return Some((g, false));
         }
     }
-    look_around(s, p);
+    look_around(s, m, p);
     if let Some(found) = local_pop(s, p) {
         return Some(found);
     }
@@ -423,7 +426,7 @@ fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool
 ///   Tokio polls every 61 scheduling rounds, as here);
 /// - at the other Ps, for a queue whose M has stalled (module docs).
 #[inline(always)]
-fn look_around(s: &Sched, p: &P) {
+fn look_around(s: &Sched, m: &M, p: &P) {
     // SAFETY: this M holds `p`; the reference dies in this statement.
     let rounds = unsafe { p.local() }.rounds_since_look.wrapping_add(1);
     // SAFETY: as above.
@@ -431,6 +434,9 @@ fn look_around(s: &Sched, p: &P) {
     if rounds >= LOOK_PERIOD {
         // SAFETY: as above.
         unsafe { p.local() }.rounds_since_look = 0;
+        if tracing::on() {
+            tracing::clock_stale(m); // a system call and other Ps' queues
+        }
         if net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
             poll::netpoll(s, Some(Duration::ZERO));
         }
@@ -682,7 +688,7 @@ fn global_get(s: &Sched, p: &P, max: usize) -> Option<GRef> {
     })?;
     bump(&p.counters.global_runq_gets, 1);
     if tracing::on() {
-        tracing::emit(Kind::GlobalTake, 0, moved, 0);
+        tracing::took(Kind::GlobalTake, 0, moved);
     }
     Some(first)
 }
@@ -794,7 +800,7 @@ fn steal_from(p: &P, victim: &P, steal_runnext: bool, before_runnext: impl FnOnc
     bump(&p.counters.steals, 1);
     bump(&p.counters.stolen, u64::from(taken));
     if tracing::on() {
-        tracing::emit(Kind::Steal, victim.id as u64, u64::from(taken), 0);
+        tracing::took(Kind::Steal, victim.id as u64, u64::from(taken));
     }
     Some(GRef::from_ptr(g))
 }

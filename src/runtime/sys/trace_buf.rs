@@ -46,15 +46,14 @@
 //! invariant across cores), converted to microseconds by the writer with the
 //! rate measured at `start`; elsewhere `CLOCK_MONOTONIC` nanoseconds.
 //!
-//! An M reads the clock once per G switch, not once per event: the `Stop`
-//! of the G that switched out reads it ([`TraceBuf::set_fresh`]), and up to
-//! [`SHARES`] events the scheduler records next on that M share the read
-//! (a global-queue take, a poll's or timers' readies, the next G's `Start`),
-//! while the M runs only its own non-blocking code: the next event after a
-//! G's code ran, after the M slept, yielded its thread, stole, spun or polled
-//! reads the clock again ([`TraceBuf::stale`]). A shared timestamp is early
-//! by that scheduler code's time, under a microsecond
-//! (docs/decisions/0039-trace-recording-cost.md).
+//! A G's `Start` shares the clock read of the event its M recorded just
+//! before when that event is the previous G's `Stop` (a `runnext` hand-off)
+//! or the take that found the G (from the global queue, or stolen), and only
+//! lock-free scheduler code ran between: [`TraceBuf::set_fresh`] marks such a
+//! read, any other event recorded and [`TraceBuf::stale`] (the M may wait on a
+//! lock, poll, spin, yield its thread or sleep) unmark it. A `Start` is never
+//! dated before its G became runnable (it takes the later of the two). Every
+//! other event reads the clock (docs/decisions/0039-trace-recording-cost.md).
 
 use super::sync_prims::{const_unless_loom, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, UnsafeCell};
 use std::cell::Cell;
@@ -62,8 +61,6 @@ use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
-/// Most events that share one clock read of their M ([`TraceBuf::stamp`]).
-const SHARES: u8 = 4;
 /// How many slots (1 KiB) ahead of the one it writes a chunk's writer asks
 /// for the cache line: a chunk's lines sit in the writer thread's cache,
 /// which last read them, and stores that wait for a line fill the CPU's store
@@ -511,14 +508,12 @@ impl Tracer {
 pub(crate) struct TraceBuf {
     /// The generation of `chunk`; 0 before the first event.
     gen: Cell<u64>,
-    /// The M's last clock read in the scheduler ([`TraceBuf::set_fresh`]).
+    /// The last clock read of this M that its next `Start` may share, or 0
+    /// ([`TraceBuf::set_fresh`]).
     fresh: Cell<u64>,
     /// The generation `fresh` was read in: a read of an earlier trace is
     /// never shared by a later one's events.
     fresh_gen: Cell<u64>,
-    /// How many more events may share `fresh` (0: the next event reads the
-    /// clock).
-    shares_left: Cell<u8>,
     /// The current chunk, owned by this buffer (a leaked `Box`, rebuilt when
     /// the chunk leaves it); listed in `State::active` while its generation
     /// is recorded.
@@ -535,43 +530,37 @@ impl TraceBuf {
             gen: Cell::new(0),
             fresh: Cell::new(0),
             fresh_gen: Cell::new(0),
-            shares_left: Cell::new(0),
             chunk: Cell::new(None),
         }
     }
 
-    /// A timestamp for this M's next event: the clock read that
-    /// [`TraceBuf::set_fresh`] left, while it may still be shared, else a read
-    /// now (module docs: Clock).
+    /// The read [`TraceBuf::set_fresh`] left for this M's next `Start`, if
+    /// nothing unmarked it since (module docs: Clock).
     #[inline]
-    pub(crate) fn stamp(&self) -> u64 {
-        let left = self.shares_left.get();
-        if left > 0 && self.fresh_gen.get() == GEN.0.load(Ordering::Relaxed) {
-            self.shares_left.set(left - 1);
-            return self.fresh.get();
-        }
-        now()
+    pub(crate) fn take_fresh(&self) -> Option<u64> {
+        let ts = self.fresh.replace(0);
+        (ts != 0 && self.fresh_gen.get() == GEN.0.load(Ordering::Relaxed)).then_some(ts)
     }
 
-    /// `ts` was read in the scheduler, which now runs its own code for a
-    /// moment: the next [`SHARES`] events of this M may share it.
+    /// `ts`, the read of the event just recorded, may date the M's next
+    /// `Start` if only lock-free scheduler code runs until then.
     #[inline]
     pub(crate) fn set_fresh(&self, ts: u64) {
         self.fresh.set(ts);
         self.fresh_gen.set(GEN.0.load(Ordering::Relaxed));
-        self.shares_left.set(SHARES);
     }
 
-    /// The M is about to run a G's code, give up its thread or wait: its next
-    /// event reads the clock.
+    /// The M may wait on a lock, poll, spin, yield its thread or sleep: its
+    /// next `Start` reads the clock.
     #[inline]
     pub(crate) fn stale(&self) {
-        self.shares_left.set(0);
+        self.fresh.set(0);
     }
 
     /// Records `ev`. Only the owning M's thread calls it.
     #[inline]
     pub(crate) fn record(&self, ev: Event) {
+        self.fresh.set(0);
         let gen = GEN.0.load(Ordering::Relaxed);
         if gen != 0 && self.gen.get() == gen {
             if let Some(chunk) = self.chunk.get() {
