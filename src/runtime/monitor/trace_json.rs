@@ -71,6 +71,9 @@ pub(crate) struct Json<W: Write> {
     named_p: Vec<bool>,
     named_m: Vec<bool>,
     names: HashMap<u64, String>,
+    /// By P id: when sysmon last took the P (ticks, 0 if never), for runs
+    /// whose M never recorded the cut before the trace stopped.
+    retaken_p: Vec<u64>,
     pub(crate) events: u64,
 }
 
@@ -114,6 +117,7 @@ impl<W: Write> Json<W> {
             named_p: Vec::new(),
             named_m: Vec::new(),
             names: HashMap::new(),
+            retaken_p: Vec::new(),
             events: 0,
         };
         json.buf.extend_from_slice(
@@ -284,6 +288,13 @@ impl<W: Write> Json<W> {
             }
             // The retaken M's own mark: where its G's run left the P.
             Kind::Retake if ev.m != NO_M => self.split_retaken(ev),
+            Kind::Retake => {
+                if ev.p != NO_P {
+                    let at = slot(&mut self.retaken_p, usize::from(ev.p));
+                    *at = (*at).max(ev.ts);
+                }
+                self.instant(ev, ns);
+            }
             Kind::BlockingEnter | Kind::BlockingExit => {}
             _ => self.instant(ev, ns),
         }
@@ -406,19 +417,35 @@ impl<W: Write> Json<W> {
 
     /// Closes the array with the trace's totals, and flushes.
     pub(crate) fn finish(mut self, lost: u64, ended: u64) -> io::Result<W> {
-        // Runs still going when the trace stopped end there.
+        // Runs still going when the trace stopped end there; one whose P
+        // sysmon took meanwhile, its M not having recorded the cut yet, ends
+        // on the P then and goes on on the M's track.
         for m in 0..self.runs.len() {
+            let Some(open) = self.runs[m] else {
+                continue;
+            };
+            let end = Event {
+                ts: ended,
+                g: open.g,
+                arg: 0,
+                m: m as u32,
+                p: open.p,
+                kind: Kind::Retake,
+                small: 0,
+            };
+            let retaken = self.retaken_p.get(usize::from(open.p)).copied().unwrap_or(0);
+            if open.p != NO_P && retaken >= open.start && retaken != 0 {
+                self.split_retaken(&Event { ts: retaken, ..end });
+            }
             if let Some(open) = self.runs[m].take() {
-                let end = Event {
-                    ts: ended,
-                    g: open.g,
-                    arg: 0,
-                    m: m as u32,
-                    p: open.p,
-                    kind: Kind::Stop,
-                    small: STILL_RUNNING,
-                };
-                self.slice(&end, open);
+                self.slice(
+                    &Event {
+                        kind: Kind::Stop,
+                        small: STILL_RUNNING,
+                        ..end
+                    },
+                    open,
+                );
             }
         }
         self.buf
@@ -538,6 +565,43 @@ mod tests {
                 (4, "9.000".to_owned())
             ]
         );
+    }
+
+    /// A run still open at the stop ends there, `running`; one whose P
+    /// sysmon took meanwhile (its M recorded no cut) leaves the P at the
+    /// retake, so the P's next owner's runs do not overlap it.
+    #[test]
+    fn runs_open_at_the_stop_end_there_and_leave_a_retaken_p() {
+        let retake = Event {
+            m: NO_M,
+            small: 1,
+            ..ev(Kind::Retake, 0, 0, 5_000)
+        };
+        let events = [
+            ev(Kind::Start, 1, 1, 2_000), // M1's G1 on P0, never stopped
+            retake,                       // sysmon takes P0 from M1
+            ev(Kind::Start, 2, 2, 6_000), // M2 runs G2 on P0
+            Event {
+                p: 1,
+                ..ev(Kind::Start, 3, 3, 7_000) // M3's G3 on P1, never stopped
+            },
+        ];
+        let mut json = Json::new(Vec::new(), 1000, 1000.0).unwrap();
+        for e in &events {
+            json.event(e).unwrap();
+        }
+        let out = String::from_utf8(json.finish(0, 9_000).unwrap()).unwrap();
+        let x: Vec<&str> = out.lines().filter(|l| l.contains("\"ph\":\"X\"")).collect();
+        let find = |g: u64, end: &str| {
+            x.iter()
+                .find(|l| l.contains(&format!("\"g\":{g},")) && l.contains(&format!("\"end\":\"{end}\"")))
+                .unwrap_or_else(|| panic!("no G{g} slice ending {end}: {x:#?}"))
+        };
+        assert!(find(1, "retaken").contains("\"ts\":1.000,\"dur\":3.000"), "{x:#?}");
+        assert!(find(1, "running").contains("\"ts\":4.000,\"dur\":4.000"), "{x:#?}");
+        assert!(find(2, "running").contains("\"ts\":5.000,\"dur\":3.000"), "{x:#?}");
+        assert!(find(3, "running").contains("\"ts\":6.000,\"dur\":2.000"), "{x:#?}");
+        assert_eq!(x.len(), 4, "{x:#?}");
     }
 
     #[test]
