@@ -424,28 +424,21 @@ impl<W: Write> Json<W> {
             let Some(open) = self.runs[m] else {
                 continue;
             };
-            let end = Event {
-                ts: ended,
+            let at = |ts, kind, small| Event {
+                ts,
                 g: open.g,
                 arg: 0,
                 m: m as u32,
                 p: open.p,
-                kind: Kind::Retake,
-                small: 0,
+                kind,
+                small,
             };
             let retaken = self.retaken_p.get(usize::from(open.p)).copied().unwrap_or(0);
-            if open.p != NO_P && retaken >= open.start && retaken != 0 {
-                self.split_retaken(&Event { ts: retaken, ..end });
+            if open.p != NO_P && retaken >= open.start {
+                self.split_retaken(&at(retaken, Kind::Retake, 0));
             }
             if let Some(open) = self.runs[m].take() {
-                self.slice(
-                    &Event {
-                        kind: Kind::Stop,
-                        small: STILL_RUNNING,
-                        ..end
-                    },
-                    open,
-                );
+                self.slice(&at(ended, Kind::Stop, STILL_RUNNING), open);
             }
         }
         self.buf

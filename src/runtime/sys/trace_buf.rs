@@ -434,21 +434,22 @@ impl Tracer {
 
     /// A chunk for generation `gen`, waiting for the writer to give one back
     /// if [`MAX_CHUNKS`] are alive: a program that records faster than the
-    /// writer keeps up is slowed to its pace, and loses no event. `None` (an
-    /// event lost, counted by the caller) if the trace ended meanwhile, or
-    /// if the writer gave none back for [`WRITER_PATIENCE`] (then, for the
-    /// rest of the trace, at once).
+    /// writer keeps up is slowed to its pace, and loses no event. `None` if
+    /// the trace ended meanwhile (the event belongs to none), or, the event
+    /// counted as lost, if the writer gave none back for [`WRITER_PATIENCE`]
+    /// (then, for the rest of the trace, at once).
     fn take_chunk_waiting(mut state: MutexGuard<'_, State>, gen: u64) -> (MutexGuard<'_, State>, Option<Box<Chunk>>) {
         let mut waited = std::time::Duration::ZERO;
         loop {
             if let Some(chunk) = Tracer::take_chunk(&mut state, gen) {
                 return (state, Some(chunk));
             }
-            if GEN.0.load(Ordering::Relaxed) != gen || state.stuck_gen == gen {
+            if GEN.0.load(Ordering::Relaxed) != gen {
                 return (state, None);
             }
-            if waited >= WRITER_PATIENCE {
+            if state.stuck_gen == gen || waited >= WRITER_PATIENCE {
                 state.stuck_gen = gen;
+                TRACER.lost.fetch_add(1, Ordering::Relaxed);
                 return (state, None);
             }
             TRACER.ready.notify_one();
@@ -586,45 +587,32 @@ impl TraceBuf {
             return; // the trace ended meanwhile
         }
         let me = self as *const TraceBuf as usize;
-        let next = match self.chunk.take() {
-            Some(old) => {
-                // SAFETY: the buffer's own chunk, from `Box::leak` below; it
-                // leaves the buffer here, and `active` no longer lists it
-                // once the `retain` runs (a chunk of an ended generation is
-                // not listed: `end` emptied the list).
-                let old = unsafe { Box::from_raw(old.as_ptr()) };
-                if old.gen.get() == gen {
-                    state.active.retain(|&(buf, _)| buf != me);
-                    Tracer::queue_full(&mut state, old);
-                    None
-                } else {
-                    old.reset(gen);
-                    Some(old)
-                }
+        let reused = self.chunk.take().and_then(|old| {
+            // SAFETY: the buffer's own chunk, from `Box::leak` below; it
+            // leaves the buffer here, and `active` no longer lists it once
+            // the `retain` runs (a chunk of an ended generation is not
+            // listed: `end` emptied the list).
+            let old = unsafe { Box::from_raw(old.as_ptr()) };
+            if old.gen.get() == gen {
+                state.active.retain(|&(buf, _)| buf != me);
+                Tracer::queue_full(&mut state, old);
+                None
+            } else {
+                old.reset(gen);
+                Some(old)
             }
-            None => None,
-        };
-        let next = match next {
-            Some(chunk) => Some(chunk),
-            None => {
-                let (locked, chunk) = Tracer::take_chunk_waiting(state, gen);
-                state = locked;
-                chunk
-            }
+        });
+        let (mut state, next) = match reused {
+            Some(chunk) => (state, Some(chunk)),
+            None => Tracer::take_chunk_waiting(state, gen),
         };
         self.gen.set(gen);
-        match next {
-            Some(chunk) => {
-                let pushed = chunk.push(ev);
-                debug_assert!(pushed);
-                let chunk = NonNull::from(Box::leak(chunk));
-                state.active.push((me, chunk));
-                self.chunk.set(Some(chunk));
-            }
-            None if GEN.0.load(Ordering::Relaxed) == gen => {
-                TRACER.lost.fetch_add(1, Ordering::Relaxed);
-            }
-            None => {} // the trace ended while it waited: it belongs to none
+        if let Some(chunk) = next {
+            let pushed = chunk.push(ev);
+            debug_assert!(pushed);
+            let chunk = NonNull::from(Box::leak(chunk));
+            state.active.push((me, chunk));
+            self.chunk.set(Some(chunk));
         }
     }
 
@@ -664,17 +652,11 @@ pub(crate) fn record_shared(mut ev: Event) {
         Tracer::retire(&mut state, old);
     }
     let (mut state, chunk) = Tracer::take_chunk_waiting(state, gen);
-    match chunk {
-        Some(chunk) => {
-            chunk.push(ev);
-            if let Some(old) = state.shared.replace(chunk) {
-                Tracer::retire(&mut state, old); // filled while this waited
-            }
+    if let Some(chunk) = chunk {
+        chunk.push(ev);
+        if let Some(old) = state.shared.replace(chunk) {
+            Tracer::retire(&mut state, old); // filled while this waited
         }
-        None if GEN.0.load(Ordering::Relaxed) == gen => {
-            TRACER.lost.fetch_add(1, Ordering::Relaxed);
-        }
-        None => {}
     }
 }
 
