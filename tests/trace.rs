@@ -3,7 +3,7 @@
 //! no two runs overlapping on a P, no event lost, a steal event per steal the
 //! counters saw, and a wake-up behind every run that followed a park; a
 //! wake-up in the middle of a run is dated there, not at the run's clock
-//! reads; a run still going when the trace stops ends there; a trace
+//! reads; a yield at GOMAXPROCS=1 hands over in one clock read; a run still going when the trace stops ends there; a trace
 //! taken while Gs panic, block and migrate is still valid; a G back from a
 //! blocking call with no P free is drawn once, on a P; traces taken one after
 //! another while Gs run hold only their own events; a spill file that reaches
@@ -279,6 +279,54 @@ fn a_wake_up_in_the_middle_of_a_run_is_dated_there() {
         second - run.0 >= 4_000.0 && run.1 - second >= 4_000.0,
         "the wake-up at {second} µs, in the sender's run {run:?} µs"
     );
+}
+
+/// At GOMAXPROCS=1 a G that yields hands over in one clock read: the next
+/// run starts at the instant the yielder's ended, though both pass through
+/// the global queue's lock (taken at the first try, not a wait). Not every
+/// one: the busy P's look at the network every 61 rounds reads anew.
+#[test]
+fn a_yield_hands_over_in_one_clock_read() {
+    if common::is_child() {
+        let _w = common::watchdog(Duration::from_secs(60));
+        let events = trace(|| {
+            let yielders: Vec<_> = (0..2)
+                .map(|_| {
+                    goro::go!(|| {
+                        for _ in 0..2_000 {
+                            goro::yield_now();
+                        }
+                    })
+                })
+                .collect();
+            yielders.into_iter().for_each(|h| h.join().unwrap());
+        });
+        assert_eq!(lost(&events), 0, "events were lost");
+        let runs = runs_by_track(&events);
+        let (mut handed, mut abut) = (0, 0);
+        for w in runs.values().flat_map(|r| r.windows(2)) {
+            if w[0]["args"]["end"] != "yield" {
+                continue;
+            }
+            handed += 1;
+            let end = w[0]["ts"].as_f64().unwrap() + w[0]["dur"].as_f64().unwrap();
+            if (w[1]["ts"].as_f64().unwrap() - end).abs() <= 0.002 {
+                abut += 1;
+            }
+        }
+        assert!(handed >= 3_000, "{handed} runs ended by a yield");
+        assert!(
+            abut * 10 >= handed * 9,
+            "{abut} of {handed} yields handed over in one read"
+        );
+        return;
+    }
+    let out = common::run_child_in(
+        module_path!(),
+        "a_yield_hands_over_in_one_clock_read",
+        &[("GOMAXPROCS", "1")],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// A G still running when the trace stops has its run drawn up to the stop,

@@ -12,6 +12,7 @@
 
 use super::m::{current_m, M};
 use crate::runtime::sys::trace_buf::{self, Event, Kind, Source, Stop, NO_P, READIED};
+use crate::runtime::sys::trace_clock;
 use crate::runtime::task::g::{swap, GRef};
 use std::sync::atomic::Ordering;
 
@@ -42,20 +43,29 @@ pub(crate) fn emit_on(m: &M, kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
 }
 
 /// Records a take of `arg` Gs (`kind`: from the global queue, or stolen from
-/// P `g`) by the current M, whose next `Start`, the first G taken, may share
-/// its clock read.
+/// P `g`) by the current M, `first` the one it runs next. The take shares
+/// the read of the `Stop` before it if that is still fresh (never dated
+/// before `first` became runnable), and its next `Start` may share the
+/// take's (`sys/trace_clock.rs`).
 #[cold]
 #[inline(never)]
-pub(crate) fn took(kind: Kind, g: u64, arg: u64) {
+pub(crate) fn took(kind: Kind, g: u64, arg: u64, first: GRef) {
     match current_m() {
         Some(m) => {
-            let ts = emit_on(m, kind, g, arg, 0);
-            m.trace.set_fresh(ts);
+            let ts = shared_or_now(first);
+            record_on(m, ts, kind, g, arg, 0);
+            trace_clock::set_fresh(ts);
         }
         None => {
             emit(kind, g, arg, 0);
         }
     }
+}
+
+/// The read this thread left fresh, but not before `g` became runnable;
+/// else a new read.
+fn shared_or_now(g: GRef) -> u64 {
+    trace_clock::take_fresh().map_or_else(trace_buf::now, |ts| ts.max(g.trace_ready() & !READIED))
 }
 
 /// Records an event of `kind` at `ts` from M `m` (the calling thread's).
@@ -69,6 +79,7 @@ fn record_on(m: &M, ts: u64, kind: Kind, g: u64, arg: u64, small: u8) {
     let p = m.p_id().map_or(NO_P, |p| u16::try_from(p).unwrap_or(NO_P));
     let mut ev = event(ts, p, kind, g, arg, small);
     ev.m = u32::try_from(m.id()).unwrap_or(trace_buf::NO_M);
+    trace_clock::stale(); // an event recorded: no other shares the read before it
     m.trace.record(ev);
 }
 
@@ -113,8 +124,7 @@ pub(crate) fn runnable(g: GRef) {
 #[cold]
 #[inline(never)]
 pub(crate) fn started(m: &M, g: GRef, shared: bool) {
-    let fresh = if shared { m.trace.take_fresh() } else { None };
-    let ts = fresh.map_or_else(trace_buf::now, |ts| ts.max(g.trace_ready() & !READIED));
+    let ts = if shared { shared_or_now(g) } else { trace_buf::now() };
     record_on(m, ts, Kind::Start, g.id(), g.trace_ready(), 0);
     // SAFETY: this M owns `g`, about to run it (the caller's contract).
     if let Some(bytes) = unsafe { swap::swapped_len(&g) } {
@@ -130,7 +140,7 @@ pub(crate) fn stopped(m: &M, g: GRef, why: Stop) {
     let reason = if why == Stop::Park { g.wait_reason() as u64 } else { 0 };
     let ts = trace_buf::now();
     record_on(m, ts, Kind::Stop, g.id(), reason, why as u8);
-    m.trace.set_fresh(ts);
+    trace_clock::set_fresh(ts);
     if matches!(why, Stop::Yield | Stop::Preempt) {
         g.set_trace_ready(ts); // runnable as it stops
     }
@@ -173,11 +183,11 @@ pub(crate) fn blocking_entered(m: &M, g: GRef) {
     emit_on(m, Kind::BlockingEnter, g.id(), 0, 0);
 }
 
-/// M `m` may wait on a lock, poll, spin, yield its thread or sleep before
-/// its next `Start`, which then reads the clock.
+/// This M may poll, spin, yield its thread or sleep before its next
+/// `Start`, which then reads the clock.
 #[inline]
-pub(crate) fn clock_stale(m: &M) {
-    m.trace.stale();
+pub(crate) fn clock_stale() {
+    trace_clock::stale();
 }
 
 /// sysmon took P `p` from M `m`, whose G goes on running without it (on the
@@ -203,6 +213,7 @@ pub(crate) fn stopped_without_p(m: &M, p: usize) {
     let mut ev = event(ts, u16::try_from(p).unwrap_or(NO_P), Kind::Retake, 0, 0, 1);
     ev.m = u32::try_from(m.id()).unwrap_or(trace_buf::NO_M);
     if ts != 0 {
+        trace_clock::stale();
         m.trace.record(ev);
     }
 }

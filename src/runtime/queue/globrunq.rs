@@ -23,6 +23,7 @@
 //! takes the lock second sees what the other did before it, as under Go's
 //! `sched.lock`; no fence is needed.
 
+use crate::runtime::sys::trace_clock::lock_noting_wait;
 use crate::runtime::task::g::{GRef, G};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -67,7 +68,7 @@ impl GlobalRunq {
     /// Whether a G is queued, exactly: read under the lock, so that an M about
     /// to sleep either sees a push or is seen by its submitter (module docs).
     pub(crate) fn has_work(&self) -> bool {
-        !self.list.lock().unwrap_or_else(|e| e.into_inner()).head.is_null()
+        !lock_noting_wait!(&self.list).head.is_null()
     }
 
     /// Appends one G.
@@ -86,7 +87,7 @@ impl GlobalRunq {
             last = g;
         }
         last.set_schedlink(ptr::null());
-        let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
+        let mut l = lock_noting_wait!(&self.list);
         let first_ptr = first.as_ptr().as_ptr() as *const G;
         match GRef::from_raw(l.tail) {
             Some(tail) => tail.set_schedlink(first_ptr),
@@ -104,7 +105,7 @@ impl GlobalRunq {
         if self.is_empty() {
             return None;
         }
-        let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
+        let mut l = lock_noting_wait!(&self.list);
         let first = GRef::from_raw(l.head)?;
         let mut taken = 1;
         let mut next = first.schedlink();

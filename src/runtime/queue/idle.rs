@@ -24,6 +24,7 @@
 //! Orderings: the counters are `SeqCst` throughout; the lists are under the lock.
 
 use crate::runtime::sys::sync_prims::{AtomicU32, Mutex, MutexGuard, Ordering};
+use crate::runtime::sys::trace_clock::lock_noting_wait;
 
 /// The lists behind the lock.
 pub(crate) struct Lists<W> {
@@ -66,7 +67,7 @@ impl<W> Idle<W> {
     pub(crate) fn lock(&self) -> Locked<'_, W> {
         Locked {
             idle: self,
-            lists: self.lists.lock().unwrap_or_else(|e| e.into_inner()),
+            lists: lock_noting_wait!(&self.lists),
         }
     }
 

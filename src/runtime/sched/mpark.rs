@@ -106,7 +106,7 @@ fn sleep_for_p(m: &'static M) -> bool {
     m.set_blocked(true);
     if tracing::on() {
         tracing::emit_on(m, Kind::MPark, 0, 0, 0);
-        tracing::clock_stale(m);
+        tracing::clock_stale();
     }
     m.note.sleep();
     m.set_blocked(false);

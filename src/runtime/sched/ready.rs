@@ -9,6 +9,7 @@ use crate::runtime::proc::state::sched;
 use crate::runtime::proc::tracing;
 use crate::runtime::proc::waiter::Waiter;
 use crate::runtime::sys::trace_buf::Source;
+use crate::runtime::sys::trace_clock;
 use crate::runtime::task::g::{GRef, Status};
 
 impl Waiter {
@@ -16,10 +17,16 @@ impl Waiter {
     pub(crate) fn wake(self) {
         match self {
             Waiter::G(g) => ready(g),
-            Waiter::Thread(t) => t.wake(),
+            Waiter::Thread(t) => {
+                trace_clock::may_wait(); // a system call
+                t.wake();
+            }
             // An executor's code, called from goro's wake paths: a panic in it
             // is printed by the hook and goes no further.
-            Waiter::Task(w) => drop(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake()))),
+            Waiter::Task(w) => {
+                trace_clock::may_wait(); // code of any length
+                drop(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake())));
+            }
         }
     }
 }

@@ -345,7 +345,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
             return Some(found);
         }
         if tracing::on() {
-            tracing::clock_stale(m);
+            tracing::clock_stale();
         }
         if m.spinning() || s.idle.may_spin(s.gomaxprocs() as u32) {
             if !m.spinning() {
@@ -381,9 +381,6 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
 #[inline(always)]
 fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool)> {
     if p.schedtick().is_multiple_of(GLOBAL_CHECK_PERIOD) && !s.global.is_empty() {
-        if tracing::on() {
-            tracing::clock_stale(m); // the global queue's lock
-        }
         if let Some(g) = global_get(s, p, 1) {
             // The G that `ready_found` left on our queue without waking an
             // M (we were to run it next) now waits behind this one, which
@@ -394,7 +391,7 @@ fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool
             return Some((g, false));
         }
     }
-    look_around(s, m, p);
+    look_around(s, p);
     if let Some(found) = local_pop(s, p) {
         return Some(found);
     }
@@ -409,7 +406,7 @@ fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool
     // the kernel keeps waiting (`crate::runtime::proc::handover`).
     if net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
         if tracing::on() {
-            tracing::clock_stale(m); // the offer may yield the thread
+            tracing::clock_stale(); // the offer may yield the thread
         }
         // Our P's timers read again: a P-less caller may have added one.
         crate::runtime::proc::handover::offer(s, m, poll_until.min(p.timers.next()));
@@ -426,7 +423,7 @@ fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool
 ///   Tokio polls every 61 scheduling rounds, as here);
 /// - at the other Ps, for a queue whose M has stalled (module docs).
 #[inline(always)]
-fn look_around(s: &Sched, m: &M, p: &P) {
+fn look_around(s: &Sched, p: &P) {
     // SAFETY: this M holds `p`; the reference dies in this statement.
     let rounds = unsafe { p.local() }.rounds_since_look.wrapping_add(1);
     // SAFETY: as above.
@@ -435,7 +432,7 @@ fn look_around(s: &Sched, m: &M, p: &P) {
         // SAFETY: as above.
         unsafe { p.local() }.rounds_since_look = 0;
         if tracing::on() {
-            tracing::clock_stale(m); // a system call and other Ps' queues
+            tracing::clock_stale(); // a system call and other Ps' queues
         }
         if net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
             poll::netpoll(s, Some(Duration::ZERO));
@@ -688,7 +685,7 @@ fn global_get(s: &Sched, p: &P, max: usize) -> Option<GRef> {
     })?;
     bump(&p.counters.global_runq_gets, 1);
     if tracing::on() {
-        tracing::took(Kind::GlobalTake, 0, moved);
+        tracing::took(Kind::GlobalTake, 0, moved, first);
     }
     Some(first)
 }
@@ -797,12 +794,13 @@ fn steal_from_stalled(s: &Sched, p: &P) {
 /// into `p`'s and counts the steal; returns the G to run now.
 fn steal_from(p: &P, victim: &P, steal_runnext: bool, before_runnext: impl FnOnce() -> bool) -> Option<GRef> {
     let (g, taken) = p.runq.steal_into(&victim.runq, steal_runnext, before_runnext)?;
+    let g = GRef::from_ptr(g);
     bump(&p.counters.steals, 1);
     bump(&p.counters.stolen, u64::from(taken));
     if tracing::on() {
-        tracing::took(Kind::Steal, victim.id as u64, u64::from(taken));
+        tracing::took(Kind::Steal, victim.id as u64, u64::from(taken), g);
     }
-    Some(GRef::from_ptr(g))
+    Some(g)
 }
 
 /// After idling its P, a formerly spinning M looks at every busy P's queue once

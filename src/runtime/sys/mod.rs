@@ -17,4 +17,5 @@ pub(in crate::runtime) mod os_threads;
 pub(in crate::runtime) mod quadheap;
 pub(in crate::runtime) mod sync_prims;
 pub(in crate::runtime) mod trace_buf;
+pub(in crate::runtime) mod trace_clock;
 pub(in crate::runtime) mod trace_spill;

@@ -46,14 +46,11 @@
 //! invariant across cores), converted to microseconds by the writer with the
 //! rate measured at `start`; elsewhere `CLOCK_MONOTONIC` nanoseconds.
 //!
-//! A G's `Start` shares the clock read of the event its M recorded just
-//! before when that event is the previous G's `Stop` (a `runnext` hand-off)
-//! or the take that found the G (from the global queue, or stolen), and only
-//! lock-free scheduler code ran between: [`TraceBuf::set_fresh`] marks such a
-//! read, any other event recorded and [`TraceBuf::stale`] (the M may wait on a
-//! lock, poll, spin, yield its thread or sleep) unmark it. A `Start` is never
-//! dated before its G became runnable (it takes the later of the two). Every
-//! other event reads the clock (docs/decisions/0039-trace-recording-cost.md).
+//! A G's `Start` may share the clock read of the event its M recorded just
+//! before (`sys/trace_clock.rs` says when); any event recorded drops that
+//! read. A `Start` is never dated before its G became runnable (it takes the
+//! later of the two). Every other event reads the clock
+//! (docs/decisions/0039-trace-recording-cost.md).
 
 use super::sync_prims::{const_unless_loom, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, UnsafeCell};
 use std::cell::Cell;
@@ -287,7 +284,13 @@ struct Padded(AtomicU64);
 /// Whether events are being recorded.
 #[inline(always)]
 pub(crate) fn on() -> bool {
-    GEN.0.load(Ordering::Relaxed) != 0
+    generation() != 0
+}
+
+/// The generation of the trace being recorded, 0 while none is.
+#[inline(always)]
+pub(crate) fn generation() -> u64 {
+    GEN.0.load(Ordering::Relaxed)
 }
 
 /// The tracer's shared state.
@@ -509,12 +512,6 @@ impl Tracer {
 pub(crate) struct TraceBuf {
     /// The generation of `chunk`; 0 before the first event.
     gen: Cell<u64>,
-    /// The last clock read of this M that its next `Start` may share, or 0
-    /// ([`TraceBuf::set_fresh`]).
-    fresh: Cell<u64>,
-    /// The generation `fresh` was read in: a read of an earlier trace is
-    /// never shared by a later one's events.
-    fresh_gen: Cell<u64>,
     /// The current chunk, owned by this buffer (a leaked `Box`, rebuilt when
     /// the chunk leaves it); listed in `State::active` while its generation
     /// is recorded.
@@ -529,40 +526,14 @@ impl TraceBuf {
     pub(crate) fn new() -> TraceBuf {
         TraceBuf {
             gen: Cell::new(0),
-            fresh: Cell::new(0),
-            fresh_gen: Cell::new(0),
             chunk: Cell::new(None),
         }
-    }
-
-    /// The read [`TraceBuf::set_fresh`] left for this M's next `Start`, if
-    /// nothing unmarked it since (module docs: Clock).
-    #[inline]
-    pub(crate) fn take_fresh(&self) -> Option<u64> {
-        let ts = self.fresh.replace(0);
-        (ts != 0 && self.fresh_gen.get() == GEN.0.load(Ordering::Relaxed)).then_some(ts)
-    }
-
-    /// `ts`, the read of the event just recorded, may date the M's next
-    /// `Start` if only lock-free scheduler code runs until then.
-    #[inline]
-    pub(crate) fn set_fresh(&self, ts: u64) {
-        self.fresh.set(ts);
-        self.fresh_gen.set(GEN.0.load(Ordering::Relaxed));
-    }
-
-    /// The M may wait on a lock, poll, spin, yield its thread or sleep: its
-    /// next `Start` reads the clock.
-    #[inline]
-    pub(crate) fn stale(&self) {
-        self.fresh.set(0);
     }
 
     /// Records `ev`. Only the owning M's thread calls it.
     #[inline]
     pub(crate) fn record(&self, ev: Event) {
-        self.fresh.set(0);
-        let gen = GEN.0.load(Ordering::Relaxed);
+        let gen = generation();
         if gen != 0 && self.gen.get() == gen {
             if let Some(chunk) = self.chunk.get() {
                 // SAFETY: the chunk is this buffer's until this thread hands

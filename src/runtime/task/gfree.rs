@@ -15,6 +15,7 @@
 //! is locked. `proc/p.rs` (`gfget`, `gfput`) picks the list of the P at hand.
 
 use super::g::{GRef, G};
+use crate::runtime::sys::trace_clock::lock_noting_wait;
 use std::sync::Mutex;
 
 /// Headers moved between a P's list and the global pool at once.
@@ -35,7 +36,7 @@ impl GFreePool {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<GRef>> {
-        self.list.lock().unwrap_or_else(|e| e.into_inner())
+        lock_noting_wait!(&self.list)
     }
 
     /// A free header from the pool, or a new one, for an M without a P.

@@ -31,6 +31,7 @@
 //! [`StackPool`] is global and locked; [`FreeStacks`] lives under its lock.
 
 use super::stack::{map_slab, page_size, GStack, SLAB_BYTES};
+use crate::runtime::sys::trace_clock::lock_noting_wait;
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -192,7 +193,7 @@ impl StackPool {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<usize, FreeStacks>> {
-        self.free.lock().unwrap_or_else(|e| e.into_inner())
+        lock_noting_wait!(&self.free)
     }
 
     /// Moves up to `n` free stacks of `size` into `out`, mapping a new slab if the
