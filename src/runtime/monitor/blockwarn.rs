@@ -71,13 +71,12 @@ fn serve(reports: impl Iterator<Item = Blocked>) {
         }
         // What needs the goroutine still there first: its frames, its name.
         let frames = running::frames_of(b.m, b.g);
-        let name = all_gs()
-            .into_iter()
-            .filter_map(|g| snapshot(&g))
-            .find(|s| s.id == b.g)
+        let snap = all_gs().into_iter().filter_map(|g| snapshot(&g)).find(|s| s.id == b.g);
+        let created_at = snap.as_ref().map(|s| s.created_at.file());
+        let site = frames.and_then(|c| call_site(&mut sym, &c, created_at));
+        let name = snap
             .and_then(|s| s.name)
             .map_or_else(String::new, |n| format!(" {n:?}"));
-        let site = frames.and_then(|c| call_site(&mut sym, &c));
         if !told.insert((b.g, site.clone().unwrap_or_default())) {
             continue;
         }
@@ -92,23 +91,24 @@ fn serve(reports: impl Iterator<Item = Blocked>) {
 
 /// Where the goroutine blocked: the first frame of the program's own Rust
 /// code (a `.rs` path relative to where it was built), else the first Rust
-/// frame outside std and the dependencies (whole paths, as when the target
-/// directory is elsewhere), else the first Rust function by name (a build
-/// without line tables), never a C library's file.
-fn call_site(sym: &mut Symbolizer, captured: &frames::Captured) -> Option<String> {
+/// frame outside std and the dependencies (a whole path: the build root is
+/// not known), else the first Rust function by name (a build without line
+/// tables), never a C library's file. `created_at`, the file the goroutine
+/// was created in, may name the build root (`frames::learn_root`).
+fn call_site(sym: &mut Symbolizer, captured: &frames::Captured, created_at: Option<&str>) -> Option<String> {
     let all = sym.resolve(captured);
+    if let Some(at) = created_at {
+        frames::learn_root(at, &all);
+    }
     let kept = frames::trim(&all, Keep::Parked);
     let rust = |f: &&frames::Frame| f.file.as_deref().is_some_and(|p| p.ends_with(".rs"));
     let own = |f: &&frames::Frame| {
         f.file
             .as_deref()
+            .map(frames::shorten)
             .is_some_and(|p| !p.starts_with('/') && !p.starts_with("./"))
     };
-    let not_deps = |f: &&frames::Frame| {
-        f.file
-            .as_deref()
-            .is_some_and(|p| !p.starts_with("/rustc/") && !p.contains("/.cargo/registry/"))
-    };
+    let not_deps = |f: &&frames::Frame| f.file.as_deref().is_some_and(|p| !frames::is_dependency(p));
     let by_file = kept
         .iter()
         .filter(rust)
@@ -121,8 +121,9 @@ fn call_site(sym: &mut Symbolizer, captured: &frames::Captured) -> Option<String
             .find(|f| f.file.is_none() && f.name.contains("::"))
             .map(|f| f.name.clone());
     };
+    let file = frames::shorten(f.file.as_deref().unwrap_or_default());
     Some(match f.line {
-        Some(line) => format!("{}:{line}", f.file.as_deref().unwrap_or_default()),
-        None => f.file.clone().unwrap_or_default(),
+        Some(line) => format!("{file}:{line}"),
+        None => file.to_owned(),
     })
 }

@@ -203,7 +203,7 @@ fn dump_chunks(caller: Option<GoId>, emit: &mut dyn FnMut(String)) {
         }
         out.push_str("]:\n");
         if let Some(frames) = t.frames(THREAD_PATIENCE) {
-            out.push_str(&resolve(&mut sym, &frames));
+            out.push_str(&resolve(&mut sym, &frames, None));
         }
         out.push('\n');
         emit(out);
@@ -292,7 +292,7 @@ fn each_goroutine_with(caller: Option<GoId>, sym: &mut Symbolizer, emit: &mut dy
             Status::Waiting => inspect(&g, snap.id),
             _ => asked.remove(&snap.id).and_then(running::Asked::answer),
         };
-        let stack = captured.map(|c| resolve(sym, &c));
+        let stack = captured.map(|c| resolve(sym, &c, Some(snap.created_at.file())));
         let mut info = info(snap, stack, now_ms);
         if is_caller {
             info.state = GoState::Running;
@@ -327,9 +327,13 @@ fn info(snap: Snapshot, stack: Option<String>, now_ms: u64) -> GoroutineInfo {
     }
 }
 
-/// Resolves and formats frames in Go's shape.
-fn resolve(sym: &mut Symbolizer, captured: &Captured) -> String {
+/// Resolves and formats frames in Go's shape; `created_at`, the file a
+/// goroutine was created in, may name the build root (`frames::learn_root`).
+fn resolve(sym: &mut Symbolizer, captured: &Captured, created_at: Option<&str>) -> String {
     let all = sym.resolve(captured);
+    if let Some(at) = created_at {
+        frames::learn_root(at, &all);
+    }
     let mut text = String::new();
     frames::write_go(&mut text, frames::trim(&all, Keep::Parked));
     text

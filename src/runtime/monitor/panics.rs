@@ -100,13 +100,14 @@ fn report(g: GRef, info: &PanicHookInfo<'_>) {
                 out.push_str("note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n");
             }
         }
-        style => backtrace(&mut out, g, style),
+        style => backtrace(&mut out, g, style, info.location().map(|l| l.file())),
     }
     eprint!("{out}");
 }
 
-/// Appends the panicking G's backtrace to `out`.
-fn backtrace(out: &mut String, g: GRef, style: Style) {
+/// Appends the panicking G's backtrace to `out`; `at`, the panic's file,
+/// may name the build root (`frames::learn_root`).
+fn backtrace(out: &mut String, g: GRef, style: Style, at: Option<&str>) {
     let here = 0u8;
     let (_, stack_bottom) = g.guard.get();
     let room = (std::ptr::addr_of!(here) as usize).saturating_sub(stack_bottom);
@@ -125,6 +126,9 @@ fn backtrace(out: &mut String, g: GRef, style: Style) {
             .name("goro-backtrace".into())
             .spawn_scoped(s, move || {
                 let frames = captured.resolve();
+                if let Some(at) = at {
+                    frames::learn_root(at, &frames);
+                }
                 let mut text = String::from("stack backtrace:\n");
                 frames::write_std(&mut text, frames::trim(&frames, keep));
                 text

@@ -126,7 +126,7 @@ fn frames_at(ip: usize) -> Vec<Frame> {
                 .is_some_and(|f| f.starts_with(GORO_SRC));
         out.push(Frame {
             name,
-            file: s.filename().map(shorten),
+            file: s.filename().map(|p| p.display().to_string()),
             line: s.lineno(),
             col: s.colno(),
             internal,
@@ -150,19 +150,18 @@ fn frames_at(ip: usize) -> Vec<Frame> {
 /// `panicked at`, a dump's `created by`): relative to the directory cargo built
 /// the program in, when the file is below it; else whole. Never relative to
 /// the working directory, so a dump reads the same wherever the program runs.
-fn shorten(p: &Path) -> String {
+pub(crate) fn shorten(p: &str) -> &str {
     build_root()
-        .and_then(|root| p.strip_prefix(root).ok())
+        .and_then(|root| Path::new(p).strip_prefix(root).ok())
+        .and_then(Path::to_str)
         .unwrap_or(p)
-        .display()
-        .to_string()
 }
 
 /// The directory cargo ran the compiler in for the program's own crates (its
 /// workspace root), where `Location::file()` paths start: the parent of the
-/// `target` folder the running executable lives in. `None` for a binary
-/// outside a `target` folder (installed, or a custom target directory): paths
-/// are then printed whole.
+/// `target` folder the running executable lives in; else, for a binary
+/// outside a `target` folder (a custom target directory, an installed one),
+/// what [`learn_root`] found. `None` until then: paths are printed whole.
 fn build_root() -> Option<&'static Path> {
     static ROOT: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
     ROOT.get_or_init(|| {
@@ -173,6 +172,40 @@ fn build_root() -> Option<&'static Path> {
             .map(Path::to_path_buf)
     })
     .as_deref()
+    .or_else(|| LEARNED_ROOT.get().map(std::path::PathBuf::as_path))
+}
+
+/// The build root found by [`learn_root`].
+static LEARNED_ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Learns the build root from a `Location` path of the program (`at`, a
+/// dump's `created by`, a panic's place) and the frames of the same report:
+/// a frame whose whole path ends in `/` + `at` (a relative `at`: one of the
+/// program's own files) names the root as the rest. The closure a goroutine
+/// was started with, or the function that panicked, is such a frame. A
+/// dependency's file of the same relative name (a `src/lib.rs` of the
+/// registry's) names no root.
+pub(crate) fn learn_root(at: &str, frames: &[Frame]) {
+    if build_root().is_some() {
+        return;
+    }
+    if let Some(root) = root_of(at, frames.iter().filter_map(|f| f.file.as_deref())) {
+        let _ = LEARNED_ROOT.set(root.into());
+    }
+}
+
+/// [`learn_root`]'s rule: the root that whole path of `files` and the
+/// relative `at` name together, if any.
+fn root_of<'a>(at: &str, mut files: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    if at.starts_with('/') {
+        return None;
+    }
+    files.find_map(|p| p.strip_suffix(at)?.strip_suffix('/').filter(|_| !is_dependency(p)))
+}
+
+/// A file of std's or of a crate cargo fetched, by its whole path.
+pub(crate) fn is_dependency(p: &str) -> bool {
+    p.starts_with("/rustc/") || p.contains("/.cargo/registry/") || p.contains("/.cargo/git/")
 }
 
 /// Which frames a report keeps.
@@ -248,7 +281,7 @@ pub(crate) fn write_std(out: &mut String, frames: &[Frame]) {
     for (i, f) in frames.iter().enumerate() {
         let _ = writeln!(out, "{i:4}: {}", f.name);
         if let Some(file) = &f.file {
-            let _ = write!(out, "             at {file}");
+            let _ = write!(out, "             at {}", shorten(file));
             if let Some(line) = f.line {
                 let _ = write!(out, ":{line}");
                 if let Some(col) = f.col {
@@ -264,7 +297,7 @@ pub(crate) fn write_std(out: &mut String, frames: &[Frame]) {
 pub(crate) fn write_go(out: &mut String, frames: &[Frame]) {
     for f in frames {
         let _ = writeln!(out, "{}(...)", f.name);
-        match (&f.file, f.line) {
+        match (f.file.as_deref().map(shorten), f.line) {
             (Some(file), Some(line)) => {
                 let _ = writeln!(out, "\t{file}:{line}");
             }
@@ -279,6 +312,28 @@ pub(crate) fn write_go(out: &mut String, frames: &[Frame]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relative_location_and_a_whole_frame_path_name_the_build_root() {
+        let files = ["/rustc/abc/library/std/src/rt.rs", "/home/u/app/tests/it.rs"];
+        assert_eq!(root_of("tests/it.rs", files.into_iter()), Some("/home/u/app"));
+        assert_eq!(
+            root_of("it.rs", ["/home/u/app/tests/it.rs"].into_iter()),
+            Some("/home/u/app/tests")
+        );
+        assert_eq!(
+            root_of("ts/it.rs", ["/home/u/app/tests/it.rs"].into_iter()),
+            None,
+            "not at a '/'"
+        );
+        assert_eq!(
+            root_of("/home/u/app/tests/it.rs", files.into_iter()),
+            None,
+            "a whole location"
+        );
+        let dep = "/root/.cargo/registry/src/index.crates.io-1/foo-1.0.0/src/lib.rs";
+        assert_eq!(root_of("src/lib.rs", [dep].into_iter()), None, "a dependency's file");
+    }
 
     fn f(name: &str) -> Frame {
         Frame {
