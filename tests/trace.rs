@@ -3,7 +3,8 @@
 //! no two runs overlapping on a P, no event lost, a steal event per steal the
 //! counters saw, and a wake-up behind every run that followed a park; a
 //! wake-up in the middle of a run is dated there, not at the run's clock
-//! reads; a yield at GOMAXPROCS=1 hands over in one clock read; a run still going when the trace stops ends there; a trace
+//! reads; a yield at GOMAXPROCS=1 hands over in one clock read; Gs running
+//! or blocking through the whole trace are drawn; a run still going when the trace stops ends there; a trace
 //! taken while Gs panic, block and migrate is still valid; a G back from a
 //! blocking call with no P free is drawn once, on a P; traces taken one after
 //! another while Gs run hold only their own events; a spill file that reaches
@@ -327,6 +328,61 @@ fn a_yield_hands_over_in_one_clock_read() {
         &[("GOMAXPROCS", "1")],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A G that runs through the whole trace (started before it, still
+/// computing after it) records no event, yet is drawn from the trace's start
+/// to its stop; so is one inside `goro::blocking` all along.
+#[test]
+fn gs_running_and_blocking_through_the_whole_trace_are_drawn() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let started = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let (s, d) = (started.clone(), done.clone());
+    let spinner = goro::go!(move || {
+        s.fetch_add(1, Ordering::SeqCst);
+        while !d.load(Ordering::SeqCst) {
+            std::hint::black_box(spin(1_000));
+        }
+    });
+    let (s, d) = (started.clone(), done.clone());
+    let blocker = goro::go!(move || {
+        goro::blocking(|| {
+            s.fetch_add(1, Ordering::SeqCst);
+            while !d.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+        })
+    });
+    while started.load(Ordering::SeqCst) < 2 {
+        std::thread::yield_now();
+    }
+    let events = trace(|| std::thread::sleep(Duration::from_millis(30)));
+    done.store(true, Ordering::SeqCst);
+    let (spinner_id, blocker_id) = (spinner.id().as_u64(), blocker.id().as_u64());
+    spinner.join().unwrap();
+    blocker.join().unwrap();
+    let slices_of = |g: u64, cat: &str| -> Vec<(f64, f64)> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == cat && e["args"]["g"].as_u64() == Some(g))
+            .map(|e| (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap()))
+            .collect()
+    };
+    let spins = slices_of(spinner_id, "g");
+    assert!(
+        spins.iter().any(|&(ts, _)| ts == 0.0),
+        "the spinner from the start: {spins:?}"
+    );
+    let spun: f64 = spins.iter().map(|&(_, dur)| dur).sum();
+    assert!(spun >= 25_000.0, "the spinner's runs cover the trace: {spins:?}");
+    let blocks = slices_of(blocker_id, "blocking");
+    assert!(
+        blocks.iter().any(|&(ts, dur)| ts == 0.0 && dur >= 25_000.0),
+        "the blocking call through the trace: {blocks:?}"
+    );
 }
 
 /// A G still running when the trace stops has its run drawn up to the stop,

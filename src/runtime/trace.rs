@@ -84,12 +84,43 @@ pub fn start(w: impl Write + Send + 'static) -> io::Result<()> {
             "goro: a trace is already being written",
         ));
     }
+    record_running(t0);
     let writer = std::thread::Builder::new()
         .name("goro-trace".into())
         .spawn(move || write_out(json, spill))
         .inspect_err(|_| TRACER.end())?;
     *writing = Some(Writing { writer });
     Ok(())
+}
+
+/// Records, for each M running a G as the trace starts, that G as running
+/// since `t0` (`Kind::Running`): a G that runs through the whole trace
+/// records no event of its own. A status read as the M switches may be
+/// stale; the M's own events then tell (`trace_json`).
+fn record_running(t0: u64) {
+    let ms = super::proc::state::sched()
+        .allm
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for m in ms {
+        let g = m.curg();
+        if g == 0 {
+            continue;
+        }
+        let p = m
+            .p_id()
+            .map_or(trace_buf::NO_P, |p| u16::try_from(p).unwrap_or(trace_buf::NO_P));
+        trace_buf::record_shared(Event {
+            ts: t0,
+            g,
+            arg: m.id() as u64,
+            m: trace_buf::NO_M,
+            p,
+            kind: trace_buf::Kind::Running,
+            small: u8::from(m.syscallg().is_some_and(|s| s.id() == g)),
+        });
+    }
 }
 
 /// Stops tracing, writes out every recorded event and the trace's end, and

@@ -74,6 +74,14 @@ pub(crate) struct Json<W: Write> {
     /// By P id: when sysmon last took the P (ticks, 0 if never), for runs
     /// whose M never recorded the cut before the trace stopped.
     retaken_p: Vec<u64>,
+    /// By M id: the G it was running when the trace started (`Kind::Running`:
+    /// G, P, inside a blocking call), drawn at the end if the M recorded
+    /// nothing of the scheduler's in the whole trace (`busy`).
+    running_at_start: Vec<Option<(u64, u16, bool)>>,
+    /// By M id: the M recorded an event of the scheduler's (anything but a
+    /// wake-up or a spawn, which its G's code makes): no G ran on it through
+    /// the whole trace.
+    busy: Vec<bool>,
     pub(crate) events: u64,
 }
 
@@ -118,6 +126,8 @@ impl<W: Write> Json<W> {
             named_m: Vec::new(),
             names: HashMap::new(),
             retaken_p: Vec::new(),
+            running_at_start: Vec::new(),
+            busy: Vec::new(),
             events: 0,
         };
         json.buf.extend_from_slice(
@@ -210,7 +220,13 @@ impl<W: Write> Json<W> {
     pub(crate) fn event(&mut self, ev: &Event) -> io::Result<()> {
         self.events += 1;
         let ns = self.ns(ev.ts);
+        if ev.m != NO_M && !matches!(ev.kind, Kind::Ready | Kind::Create) {
+            *slot(&mut self.busy, ev.m as usize) = true;
+        }
         match ev.kind {
+            Kind::Running => {
+                *slot(&mut self.running_at_start, ev.arg as usize) = Some((ev.g, ev.p, ev.small == 1));
+            }
             Kind::Start => {
                 // Runnable since before the trace: when, and who readied it,
                 // are not in it.
@@ -272,19 +288,7 @@ impl<W: Write> Json<W> {
                     .get_mut(ev.m as usize)
                     .and_then(Option::take)
                     .unwrap_or((ev.g, self.t0));
-                let tid = self.m_track(ev.m);
-                let start_ns = self.ns(start);
-                self.begin(b'X', b"\"cat\":\"blocking\",\"name\":\"G");
-                num(&mut self.buf, g);
-                self.buf.extend_from_slice(b" blocking\"");
-                self.where_when(tid, start_ns);
-                self.buf.extend_from_slice(b",\"dur\":");
-                micros(&mut self.buf, ns.saturating_sub(start_ns));
-                self.buf.extend_from_slice(b",\"args\":{\"g\":");
-                num(&mut self.buf, g);
-                self.buf.extend_from_slice(b",\"m\":");
-                num(&mut self.buf, u64::from(ev.m));
-                self.buf.extend_from_slice(b"}},\n");
+                self.blocking_slice(ev.m, g, start, ev.ts);
             }
             // The retaken M's own mark: where its G's run left the P.
             Kind::Retake if ev.m != NO_M => self.split_retaken(ev),
@@ -303,6 +307,24 @@ impl<W: Write> Json<W> {
             self.buf.clear();
         }
         Ok(())
+    }
+
+    /// G `g`'s blocking call on M `m`, from `start` to `end` (ticks), on the
+    /// M's track.
+    fn blocking_slice(&mut self, m: u32, g: u64, start: u64, end: u64) {
+        let tid = self.m_track(m);
+        let (start_ns, end_ns) = (self.ns(start), self.ns(end));
+        self.begin(b'X', b"\"cat\":\"blocking\",\"name\":\"G");
+        num(&mut self.buf, g);
+        self.buf.extend_from_slice(b" blocking\"");
+        self.where_when(tid, start_ns);
+        self.buf.extend_from_slice(b",\"dur\":");
+        micros(&mut self.buf, end_ns.saturating_sub(start_ns));
+        self.buf.extend_from_slice(b",\"args\":{\"g\":");
+        num(&mut self.buf, g);
+        self.buf.extend_from_slice(b",\"m\":");
+        num(&mut self.buf, u64::from(m));
+        self.buf.extend_from_slice(b"}},\n");
     }
 
     /// sysmon took the P from the G running on M `ev.m`: that run ends on the
@@ -382,7 +404,7 @@ impl<W: Write> Json<W> {
             Kind::Retake => (b"retake", b"p", u64::from(ev.p)),
             Kind::SwapOut => (b"swap out", b"g", ev.g),
             Kind::SwapIn => (b"swap in", b"g", ev.g),
-            Kind::Start | Kind::Stop | Kind::Ready | Kind::BlockingEnter | Kind::BlockingExit => {
+            Kind::Start | Kind::Stop | Kind::Ready | Kind::BlockingEnter | Kind::BlockingExit | Kind::Running => {
                 unreachable!("not an instant")
             }
         };
@@ -417,6 +439,13 @@ impl<W: Write> Json<W> {
 
     /// Closes the array with the trace's totals, and flushes.
     pub(crate) fn finish(mut self, lost: u64, ended: u64) -> io::Result<W> {
+        self.running_through();
+        // Blocking calls still going when the trace stopped end there.
+        for m in 0..self.blocking.len() {
+            if let Some((g, start)) = self.blocking[m].take() {
+                self.blocking_slice(m as u32, g, start, ended);
+            }
+        }
         // Runs still going when the trace stopped end there; one whose P
         // sysmon took meanwhile, its M not having recorded the cut yet, ends
         // on the P then and goes on on the M's track.
@@ -449,6 +478,32 @@ impl<W: Write> Json<W> {
         self.buf.extend_from_slice(b"}}\n]\n");
         self.flush()?;
         Ok(self.out)
+    }
+
+    /// The Gs running when the trace started on Ms that recorded nothing of
+    /// the scheduler's since: they ran (or sat in a blocking call) through
+    /// the whole trace, and are open from its start. An M that did record
+    /// something had its G's run drawn from its own events, or had stopped
+    /// that G before the trace began (a status read as the M switched).
+    fn running_through(&mut self) {
+        for m in 0..self.running_at_start.len() {
+            let Some((g, p, blocking)) = self.running_at_start[m] else {
+                continue;
+            };
+            if self.busy.get(m).copied().unwrap_or(false) {
+                continue;
+            }
+            if blocking {
+                *slot(&mut self.blocking, m) = Some((g, self.t0));
+            } else {
+                *slot(&mut self.runs, m) = Some(Open {
+                    g,
+                    p,
+                    start: self.t0,
+                    ready: None,
+                });
+            }
+        }
     }
 
     /// Writes out what is gathered, and flushes the output.
@@ -595,6 +650,74 @@ mod tests {
         assert!(find(2, "running").contains("\"ts\":5.000,\"dur\":3.000"), "{x:#?}");
         assert!(find(3, "running").contains("\"ts\":6.000,\"dur\":2.000"), "{x:#?}");
         assert_eq!(x.len(), 4, "{x:#?}");
+    }
+
+    /// A G running when the trace started, on an M that records nothing of
+    /// the scheduler's until the stop, is drawn through the whole trace, on
+    /// its P or in its blocking call; a status the M's own events overtake
+    /// (a `Stop`) or contradict (an M park) adds nothing; a blocking call
+    /// still going at the stop ends there. In either order of the shared
+    /// chunk (the statuses) and the Ms' own.
+    #[test]
+    fn gs_running_through_the_trace_are_drawn_from_its_start() {
+        let status = |g: u64, m: u64, p: u16, blocking: u8| Event {
+            arg: m,
+            m: NO_M,
+            p,
+            small: blocking,
+            ..ev(Kind::Running, 0, g, 1_000)
+        };
+        let statuses = [
+            status(1, 1, 0, 0),
+            status(2, 2, 1, 0),
+            status(3, 3, 2, 0),
+            status(4, 4, NO_P, 1),
+        ];
+        let own = [
+            Event {
+                p: 1,
+                ..ev(Kind::Stop, 2, 2, 3_000) // M2 stops G2 during the trace
+            },
+            ev(Kind::MPark, 3, 0, 4_000),         // M3 was not running G3 after all
+            ev(Kind::BlockingEnter, 5, 5, 5_000), // M5's G5 blocks until the stop
+        ];
+        for statuses_first in [true, false] {
+            let mut json = Json::new(Vec::new(), 1000, 1000.0).unwrap();
+            let (a, b) = if statuses_first {
+                (&statuses[..], &own[..])
+            } else {
+                (&own[..], &statuses[..])
+            };
+            for e in a.iter().chain(b) {
+                json.event(e).unwrap();
+            }
+            let out = String::from_utf8(json.finish(0, 9_000).unwrap()).unwrap();
+            let mut x: Vec<String> = out
+                .lines()
+                .filter(|l| l.contains("\"ph\":\"X\""))
+                .map(|l| {
+                    let field = |k: &str| l.split(k).nth(1).unwrap().split([',', '}']).next().unwrap().to_owned();
+                    format!(
+                        "{} g{} {}+{}",
+                        field("\"cat\":"),
+                        field("\"g\":"),
+                        field("\"ts\":"),
+                        field("\"dur\":")
+                    )
+                })
+                .collect();
+            x.sort();
+            assert_eq!(
+                x,
+                [
+                    "\"blocking\" g4 0.000+8.000",
+                    "\"blocking\" g5 4.000+4.000",
+                    "\"g\" g1 0.000+8.000",
+                    "\"g\" g2 0.000+2.000",
+                ],
+                "statuses first: {statuses_first}"
+            );
+        }
     }
 
     #[test]

@@ -127,10 +127,16 @@ pub(crate) enum Kind {
     SwapOut,
     /// `g`'s stack, `arg` bytes, was copied back in as it starts to run.
     SwapIn,
+    /// When the trace started, `g` was running on M `arg` (holding `p`;
+    /// `small` 1: inside a blocking call), since before the trace: written
+    /// by `start` for each M with a G, as Go's tracer writes every G's status
+    /// at its start, so that a G that runs through the whole trace, recording
+    /// nothing, is still drawn.
+    Running,
 }
 
 impl Kind {
-    const ALL: [Kind; 17] = [
+    const ALL: [Kind; 18] = [
         Kind::Create,
         Kind::Start,
         Kind::Stop,
@@ -148,6 +154,7 @@ impl Kind {
         Kind::Retake,
         Kind::SwapOut,
         Kind::SwapIn,
+        Kind::Running,
     ];
 
     /// The kind whose `as u8` is `code`.
