@@ -4,7 +4,8 @@
 //! counters saw, and a wake-up behind every run that followed a park; a
 //! wake-up in the middle of a run is dated there, not at the run's clock
 //! reads; a yield at GOMAXPROCS=1 hands over in one clock read; Gs running
-//! or blocking through the whole trace are drawn; a run still going when the trace stops ends there; a trace
+//! or blocking through the whole trace are drawn; a run leaves a P a
+//! `set_gomaxprocs` took; a run still going when the trace stops ends there; a trace
 //! taken while Gs panic, block and migrate is still valid; a G back from a
 //! blocking call with no P free is drawn once, on a P; traces taken one after
 //! another while Gs run hold only their own events; a spill file that reaches
@@ -26,6 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const PROCS: usize = 4;
+/// Where the Ms' tracks begin (the runtime's `trace_json::M_TRACK`).
+const M_TRACK: u64 = 10_000;
 
 /// One trace at a time: tests of this binary take turns.
 static TRACING: Mutex<()> = Mutex::new(());
@@ -383,6 +386,45 @@ fn gs_running_and_blocking_through_the_whole_trace_are_drawn() {
         blocks.iter().any(|&(ts, dur)| ts == 0.0 && dur >= 25_000.0),
         "the blocking call through the trace: {blocks:?}"
     );
+}
+
+/// `set_gomaxprocs` takes the Ps of Gs that are not switching (a
+/// stop-the-world): their runs leave the P there, so no P's track holds two
+/// runs at once.
+#[test]
+fn runs_leave_a_p_that_a_resize_took() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let done = Arc::new(AtomicBool::new(false));
+    let events = trace(|| {
+        let workers: Vec<_> = (0..6)
+            .map(|i| {
+                let done = done.clone();
+                goro::go!(move || {
+                    while !done.load(Ordering::SeqCst) {
+                        std::hint::black_box(spin(if i % 2 == 0 { 2_000_000 } else { 1_000 }));
+                        goro::yield_now();
+                    }
+                })
+            })
+            .collect();
+        for round in 0..40 {
+            goro::runtime::set_gomaxprocs(1 + round % PROCS);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        goro::runtime::set_gomaxprocs(PROCS);
+        done.store(true, Ordering::SeqCst);
+        workers.into_iter().for_each(|h| h.join().unwrap());
+    });
+    assert_eq!(lost(&events), 0, "events were lost");
+    // The P tracks. (A run's part after a retake, on its M's track, can be
+    // drawn too long: see docs/TRACE.md, Limits.)
+    for (tid, runs) in runs_by_track(&events) {
+        if tid < M_TRACK {
+            assert_no_overlap(tid, &runs);
+        }
+    }
 }
 
 /// A G still running when the trace stops has its run drawn up to the stop,

@@ -80,7 +80,7 @@ use crate::runtime::proc::observers::{self, MAX_DELAY};
 use crate::runtime::proc::p::{PState, PStatus, P};
 use crate::runtime::proc::state::Sched;
 use crate::runtime::proc::timers::NO_TIMER;
-use crate::runtime::proc::tracing;
+use crate::runtime::proc::tracing::{self, TakenFrom};
 use crate::runtime::sched::mpark::{hand_off_p, wakep};
 use crate::runtime::sched::ownership::try_take_running;
 use crate::runtime::sched::schedule::TIME_SLICE_NS;
@@ -474,7 +474,8 @@ fn took_from_running(s: &Sched, p: &P, m: &'static M, seen: &mut Seen, now: u64,
     };
     counter.fetch_add(1, Ordering::Relaxed);
     if tracing::on() {
-        tracing::retook_from(m, p.id, blocked);
+        let why = if blocked { TakenFrom::Blocked } else { TakenFrom::Hog };
+        tracing::retook_from(m, p.id, why);
     }
     if blocked && s.godebug.blockwarn {
         blockwarn::report(m, m.curg(), ran);

@@ -425,7 +425,8 @@ impl<W: Write> Json<W> {
                 self.buf.extend_from_slice(match ev.small {
                     0 => b",\"why\":\"syscall\"",
                     1 => b",\"why\":\"hog\"",
-                    _ => b",\"why\":\"blocked\"",
+                    2 => b",\"why\":\"blocked\"",
+                    _ => b",\"why\":\"resize\"",
                 });
             }
             Kind::SwapOut | Kind::SwapIn => {

@@ -28,6 +28,7 @@
 
 use super::waiter::{Claim, UNCLAIMED};
 use crate::runtime::sys::quadheap::QuadHeap;
+use crate::runtime::sys::trace_clock::lock_noting_wait;
 use crate::runtime::task::g::GRef;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -102,7 +103,13 @@ impl Action {
 /// outside the runtime: dropping one may drop a user's `after_func` closure (and
 /// whatever it owns, a channel `Sender` say, whose drop takes that channel's lock).
 #[must_use = "drop dead timers outside the runtime"]
-pub(crate) struct DeadTimers(#[allow(dead_code)] Vec<Action>);
+pub(crate) struct DeadTimers(Vec<Action>);
+
+impl DeadTimers {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 #[derive(Default)]
 struct Heap {
@@ -148,13 +155,13 @@ impl Timers {
         if self.len() == 0 {
             return false;
         }
-        let h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
+        let h = lock_noting_wait!(&self.heap);
         h.entries.any(|(when, _), action| action.would_wake(when))
     }
 
     /// Adds a timer firing at `when`; returns the dead timers it compacted away.
     pub(crate) fn add(&self, when: u64, action: Action) -> DeadTimers {
-        let mut h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
+        let mut h = lock_noting_wait!(&self.heap);
         let seq = h.seq;
         h.seq += 1;
         h.entries.push((when, seq), action);
@@ -176,7 +183,7 @@ impl Timers {
     /// Removes every timer (its P is going away); they keep their deadlines when
     /// added elsewhere.
     pub(crate) fn take_all(&self) -> Vec<(u64, Action)> {
-        let mut h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
+        let mut h = lock_noting_wait!(&self.heap);
         let mut all = Vec::with_capacity(h.entries.len());
         while let Some(((when, _), action)) = h.entries.pop() {
             all.push((when, action));
@@ -189,7 +196,7 @@ impl Timers {
     /// run outside the lock (`sched/timers.rs`, `run_due`).
     pub(crate) fn take_due(&self, now: u64) -> Vec<Action> {
         let mut due = Vec::new();
-        let mut h = self.heap.lock().unwrap_or_else(|e| e.into_inner());
+        let mut h = lock_noting_wait!(&self.heap);
         while h.entries.peek_key().is_some_and(|(when, _)| when <= now) {
             let action = h.entries.pop().expect("peeked").1;
             if let Action::Ready(g) = &action {

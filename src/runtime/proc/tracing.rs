@@ -52,9 +52,13 @@ pub(crate) fn emit_on(m: &M, kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
 pub(crate) fn took(kind: Kind, g: u64, arg: u64, first: GRef) {
     match current_m() {
         Some(m) => {
+            if m.trace.make_room() {
+                trace_clock::stale();
+            }
             let ts = shared_or_now(first);
-            record_on(m, ts, kind, g, arg, 0);
-            trace_clock::set_fresh(ts);
+            if record_on(m, ts, kind, g, arg, 0) {
+                trace_clock::set_fresh(ts);
+            }
         }
         None => {
             emit(kind, g, arg, 0);
@@ -69,8 +73,10 @@ fn shared_or_now(g: GRef) -> u64 {
 }
 
 /// Records an event of `kind` at `ts` from M `m` (the calling thread's).
+/// Returns false if the thread may have waited doing so (`TraceBuf::record`):
+/// `ts` then dates nothing after it.
 #[inline(always)]
-fn record_on(m: &M, ts: u64, kind: Kind, g: u64, arg: u64, small: u8) {
+fn record_on(m: &M, ts: u64, kind: Kind, g: u64, arg: u64, small: u8) -> bool {
     debug_assert!(
         current_m().is_some_and(|c| std::ptr::eq(c, m)),
         "goro: a trace event for M{} recorded on another thread",
@@ -80,7 +86,7 @@ fn record_on(m: &M, ts: u64, kind: Kind, g: u64, arg: u64, small: u8) {
     let mut ev = event(ts, p, kind, g, arg, small);
     ev.m = u32::try_from(m.id()).unwrap_or(trace_buf::NO_M);
     trace_clock::stale(); // an event recorded: no other shares the read before it
-    m.trace.record(ev);
+    m.trace.record(ev)
 }
 
 /// Records an event about P `p` from a thread without an M (sysmon).
@@ -124,6 +130,9 @@ pub(crate) fn runnable(g: GRef) {
 #[cold]
 #[inline(never)]
 pub(crate) fn started(m: &M, g: GRef, shared: bool) {
+    if m.trace.make_room() {
+        trace_clock::stale(); // the start comes after the tracer's wait
+    }
     let ts = if shared { shared_or_now(g) } else { trace_buf::now() };
     record_on(m, ts, Kind::Start, g.id(), g.trace_ready(), 0);
     // SAFETY: this M owns `g`, about to run it (the caller's contract).
@@ -139,8 +148,9 @@ pub(crate) fn started(m: &M, g: GRef, shared: bool) {
 pub(crate) fn stopped(m: &M, g: GRef, why: Stop) {
     let reason = if why == Stop::Park { g.wait_reason() as u64 } else { 0 };
     let ts = trace_buf::now();
-    record_on(m, ts, Kind::Stop, g.id(), reason, why as u8);
-    trace_clock::set_fresh(ts);
+    if record_on(m, ts, Kind::Stop, g.id(), reason, why as u8) {
+        trace_clock::set_fresh(ts);
+    }
     if matches!(why, Stop::Yield | Stop::Preempt) {
         g.set_trace_ready(ts); // runnable as it stops
     }
@@ -190,17 +200,29 @@ pub(crate) fn clock_stale() {
     trace_clock::stale();
 }
 
-/// sysmon took P `p` from M `m`, whose G goes on running without it (on the
-/// CPU, or `blocked` in the kernel outside `goro::blocking`): the instant on
-/// sysmon's track, and the time on `m`, which records where its run left the
-/// P in its own stream when the G stops ([`stopped_without_p`]).
+/// Why a running P was taken from its M (a [`Kind::Retake`]'s `small`; 0 is
+/// a P taken from a blocking call).
+#[derive(Clone, Copy)]
+#[repr(u8)]
+pub(crate) enum TakenFrom {
+    /// sysmon: a G on the CPU without a switch for a slice.
+    Hog = 1,
+    /// sysmon: as long, but in the kernel outside `goro::blocking`.
+    Blocked = 2,
+    /// A stop-the-world changing GOMAXPROCS.
+    Resize = 3,
+}
+
+/// P `p` was taken from M `m`, whose G goes on running without it (`why`):
+/// the instant on the taker's track, and the time on `m`, which records
+/// where its run left the P in its own stream when the G stops
+/// ([`stopped_without_p`]).
 #[cold]
 #[inline(never)]
-pub(crate) fn retook_from(m: &M, p: usize, blocked: bool) {
+pub(crate) fn retook_from(m: &M, p: usize, why: TakenFrom) {
     let ts = trace_buf::now();
     let p16 = u16::try_from(p).unwrap_or(NO_P);
-    let why = if blocked { 2 } else { 1 };
-    trace_buf::record_shared(event(ts, p16, Kind::Retake, 0, 0, why));
+    trace_buf::record_shared(event(ts, p16, Kind::Retake, 0, 0, why as u8));
     m.retaken_at.store(ts, Ordering::Relaxed);
 }
 

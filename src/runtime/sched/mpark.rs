@@ -37,6 +37,7 @@ use crate::runtime::proc::state::{net_waiters, sched};
 use crate::runtime::proc::timers::NO_TIMER;
 use crate::runtime::proc::tracing;
 use crate::runtime::sys::trace_buf::Kind;
+use crate::runtime::sys::trace_clock;
 use std::sync::atomic::{fence, Ordering};
 
 /// Tries to put one more M to work on an idle P (rule 1). Call after publishing
@@ -82,10 +83,14 @@ pub(crate) fn start_m(p: usize, spinning: bool) {
         }
         // A wired M's thread may carry state its G set for itself alone: a new
         // thread would be its clone (template.rs).
-        None if crate::runtime::proc::m::current_m().is_some_and(|m| m.lockedg().is_some()) => {
-            super::template::spawn_via_template(s.new_m(), p, spinning)
+        None => {
+            trace_clock::may_wait(); // a thread is created, or asked for
+            if crate::runtime::proc::m::current_m().is_some_and(|m| m.lockedg().is_some()) {
+                super::template::spawn_via_template(s.new_m(), p, spinning)
+            } else {
+                spawn_thread(s.new_m(), p, spinning)
+            }
         }
-        None => spawn_thread(s.new_m(), p, spinning),
     }
 }
 

@@ -99,6 +99,18 @@ where
     (task, GoId::from_raw(id))
 }
 
+/// Starts `f` in a goroutine named `name` that nobody joins: runtime code's
+/// way to run user code (a destructor, say) outside the runtime. If `f` has
+/// already finished when it is detached, its `()` result goes with the block.
+pub(crate) fn go_detached(name: &str, origin: Origin, f: impl FnOnce() + Send + 'static) {
+    let (task, _) = newproc(Some(name.to_owned()), None, origin, f);
+    let lock = task.lock();
+    lock.set_detached();
+    drop(lock);
+    // SAFETY: the handle's reference `newproc` returned, released once, here.
+    unsafe { task.release() };
+}
+
 /// The part of every task block a `JoinHandle<T>` may see.
 #[repr(C)]
 pub(crate) struct TaskHead<T> {

@@ -30,6 +30,7 @@ use crate::runtime::proc::m::{current_m, M};
 use crate::runtime::proc::p::{gfree_drain, PState, PStatus, P};
 use crate::runtime::proc::state::{sched, Sched};
 use crate::runtime::proc::timers::{DeadTimers, NO_TIMER};
+use crate::runtime::proc::tracing::{self, TakenFrom};
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
@@ -101,10 +102,14 @@ fn collect(s: &Sched, p: &P) -> bool {
         }
         PStatus::Syscall => p.cas_state(st, stopped),
         PStatus::Running => {
-            if let Some(m) = st.m() {
-                m.preempt.store(true, Ordering::Relaxed);
+            let Some(m) = st.m() else { return false };
+            m.preempt.store(true, Ordering::Relaxed);
+            let taken = try_take_running(p, st, PStatus::Stopped, || true);
+            if taken && tracing::on() {
+                // Its G's run leaves the P here, as at sysmon's retake.
+                tracing::retook_from(m, p.id, TakenFrom::Resize);
             }
-            try_take_running(p, st, PStatus::Stopped, || true)
+            taken
         }
         PStatus::Retaking | PStatus::Dead => false,
     }

@@ -200,11 +200,13 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
     // SAFETY: we popped `g` from a queue, so this M owns it until it switches out.
     let first_run = unsafe { g.needs_stack() };
     let no_stack = if first_run { start(p, g, default_size) } else { None };
-    leave_runtime(m);
-    let p_id = p.id;
+    // Inside the runtime still: a start that waits for the tracer is not
+    // taken for user code by sysmon.
     if tracing::on() {
         tracing::started(m, g, !first_run);
     }
+    leave_runtime(m);
+    let p_id = p.id;
     let outcome = match no_stack {
         // SAFETY: as above; a G that needed a stack was given one.
         None => unsafe { g.resume() },

@@ -4,13 +4,14 @@
 //! runs its P's due timers (and, in its last steal round, a victim's), and
 //! readies the sleepers among them together.
 
+use super::newproc::{go_detached, Origin};
 use super::ownership::with_p;
 use super::poll::wake_netpoller;
 use super::ready::ready_sleepers;
 use crate::runtime::proc::m::current_m;
 use crate::runtime::proc::p::Unwatched;
 use crate::runtime::proc::state::sched;
-use crate::runtime::proc::timers::{Action, Timers};
+use crate::runtime::proc::timers::{Action, DeadTimers, Timers};
 use crate::runtime::proc::waiter::TIMED_OUT;
 use crate::runtime::task::g::GRef;
 
@@ -18,8 +19,9 @@ use crate::runtime::task::g::GRef;
 /// thread, and makes sure an M will wake up for it.
 pub(crate) fn add_timer(when: u64, action: Action) {
     // Inside the runtime, so a resize cannot retire the P while we add to it; the
-    // dead timers compaction removed are dropped after leaving it (their drop may
-    // run user code, which must never run inside the runtime).
+    // dead timers compaction removed are dropped after leaving it, by the caller
+    // (a goroutine or a plain thread: their drop may run user code, which must
+    // never run inside the runtime).
     let dead = with_p(|p| p.unwrap_or_else(|| sched().p(0)).timers.add(when, action));
     drop(dead);
     wake_netpoller(when);
@@ -48,10 +50,26 @@ pub(crate) fn add_timer_parked(when: u64, action: Action) {
         }
         _ => Err(action),
     });
-    match armed {
-        Ok(dead) => drop(dead),
-        Err(action) => add_timer(when, action),
+    let dead = match armed {
+        Ok(dead) => dead,
+        Err(action) => {
+            let dead = with_p(|p| p.unwrap_or_else(|| sched().p(0)).timers.add(when, action));
+            wake_netpoller(when);
+            dead
+        }
+    };
+    drop_in_a_goroutine(dead);
+}
+
+/// Drops timers a compaction removed on the scheduler's side of a park, where
+/// no user code may run (a stopped `after_func`'s closure may own anything: a
+/// handle whose drop joins a goroutine would stop this M for good at one P):
+/// in a goroutine of their own, as Go runs a timer's function.
+fn drop_in_a_goroutine(dead: DeadTimers) {
+    if dead.is_empty() {
+        return;
     }
+    go_detached("goro: dropping dead timers", Origin::here(), move || drop(dead));
 }
 
 /// Runs every timer of `timers` due at `now`, in deadline order, outside the

@@ -537,26 +537,49 @@ impl TraceBuf {
         }
     }
 
-    /// Records `ev`. Only the owning M's thread calls it.
+    /// Records `ev`. Only the owning M's thread calls it. Returns false if
+    /// that took the tracer's lock (a new chunk), where the thread may have
+    /// waited, up to [`WRITER_PATIENCE`] for a free chunk.
     #[inline]
-    pub(crate) fn record(&self, ev: Event) {
+    pub(crate) fn record(&self, ev: Event) -> bool {
         let gen = generation();
         if gen != 0 && self.gen.get() == gen {
             if let Some(chunk) = self.chunk.get() {
                 // SAFETY: the chunk is this buffer's until this thread hands
                 // it over (under the lock, below); `end` only reads it.
                 if unsafe { chunk.as_ref() }.push(ev) {
-                    return;
+                    return true;
                 }
             }
         }
-        self.record_slow(ev, gen);
+        self.record_slow(Some(ev), gen);
+        false
     }
 
-    /// A new generation, a full chunk, or no chunk: under the lock.
+    /// Makes sure the next [`TraceBuf::record`] has a slot without the
+    /// tracer's lock. Returns true if that took the lock (the thread may have
+    /// waited): a caller about to read the clock for an event calls it first,
+    /// so that the read comes after any wait.
+    #[inline]
+    pub(crate) fn make_room(&self) -> bool {
+        let gen = generation();
+        if gen != 0 && self.gen.get() == gen {
+            if let Some(chunk) = self.chunk.get() {
+                // SAFETY: as in `record`: this buffer's chunk.
+                if unsafe { chunk.as_ref() }.len.load(Ordering::Relaxed) < CHUNK_EVENTS {
+                    return false;
+                }
+            }
+        }
+        self.record_slow(None, gen);
+        true
+    }
+
+    /// A new generation, a full chunk, or no chunk: under the lock; `ev`, if
+    /// any, goes into the new chunk.
     #[cold]
     #[inline(never)]
-    fn record_slow(&self, ev: Event, gen: u64) {
+    fn record_slow(&self, ev: Option<Event>, gen: u64) {
         if gen == 0 {
             return;
         }
@@ -586,8 +609,10 @@ impl TraceBuf {
         };
         self.gen.set(gen);
         if let Some(chunk) = next {
-            let pushed = chunk.push(ev);
-            debug_assert!(pushed);
+            if let Some(ev) = ev {
+                let pushed = chunk.push(ev);
+                debug_assert!(pushed);
+            }
             let chunk = NonNull::from(Box::leak(chunk));
             state.active.push((me, chunk));
             self.chunk.set(Some(chunk));

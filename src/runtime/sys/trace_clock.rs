@@ -6,11 +6,16 @@
 //! the G, and nothing between could have made the thread wait
 //! (docs/decisions/0039-trace-recording-cost.md; `sys/trace_buf.rs`, Clock).
 //! [`set_fresh`] leaves such a read; [`stale`] drops it, and the places where
-//! a thread may wait call [`may_wait`]: the futex calls (a contended runtime
-//! lock's sleep and wake-up, an M's note), a contended runtime lock's spin,
-//! a contended `std` lock of the scheduler's ([`lock`]), a waker's code. A
-//! lock taken at the first try is not a wait. The scheduler also drops the
-//! read where it polls, spins, yields its thread or sleeps.
+//! a thread may wait on the way from one G to the next call [`may_wait`]: the
+//! futex calls (a contended runtime lock's sleep and wake-up, an M's note), a
+//! contended runtime lock's spin, a contended `std` lock of the scheduler's
+//! ([`lock_noting_wait!`]: the global queue, the idle lists, a P's timers, the
+//! free Gs and stacks), the poller's wake-up, an M's thread created, a
+//! waker's code. A lock taken at the first try is not a wait. The tracer's
+//! own lock (a new chunk) is seen by its caller (`proc/tracing.rs`), and the
+//! scheduler drops the read where it polls, spins, yields its thread or
+//! sleeps. Not seen: the kernel taking the CPU, and the futex wake a `std`
+//! lock's release makes when a thread queued on it meanwhile.
 //!
 //! Thread: each thread touches only its own read (a thread-local). Under loom
 //! no read is shared: model threads are not OS threads, and no model checks
