@@ -427,6 +427,53 @@ fn runs_leave_a_p_that_a_resize_took() {
     }
 }
 
+/// A G that sysmon took the P from before the trace began, and that computes
+/// through it, is drawn on its M's track, not on the P that others use.
+#[test]
+fn a_g_without_its_p_when_the_trace_starts_is_drawn_off_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let _w = common::watchdog(Duration::from_secs(60));
+    let (running, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let retakes = goro::runtime::stats().preempt_retakes;
+    let (r, d) = (running.clone(), done.clone());
+    let hog = goro::go!(move || {
+        r.store(true, Ordering::SeqCst);
+        while !d.load(Ordering::SeqCst) {
+            std::hint::black_box(spin(1_000));
+        }
+    });
+    while !running.load(Ordering::SeqCst) || goro::runtime::stats().preempt_retakes == retakes {
+        std::thread::yield_now();
+    }
+    let events = trace(|| {
+        let yielders: Vec<_> = (0..2 * PROCS)
+            .map(|_| {
+                goro::go!(|| {
+                    for _ in 0..2_000 {
+                        goro::yield_now();
+                    }
+                })
+            })
+            .collect();
+        yielders.into_iter().for_each(|h| h.join().unwrap());
+    });
+    done.store(true, Ordering::SeqCst);
+    let hog_id = hog.id().as_u64();
+    hog.join().unwrap();
+    for (tid, runs) in runs_by_track(&events) {
+        if tid < M_TRACK {
+            assert_no_overlap(tid, &runs);
+            assert!(
+                runs.iter()
+                    .all(|e| e["args"]["g"].as_u64() != Some(hog_id) || e["ts"].as_f64() != Some(0.0)),
+                "the hog drawn on P{tid} from the start"
+            );
+        }
+    }
+}
+
 /// A G still running when the trace stops has its run drawn up to the stop,
 /// ended `running`.
 #[test]

@@ -34,6 +34,7 @@
 //! the JSON writer and the spill file.
 
 use super::monitor::trace_json::Json;
+use super::proc::p::PStatus;
 use super::sys::file_size::Capped;
 use super::sys::trace_buf::{self, Chunk, Event, TRACER, WRITER_PERIOD};
 use super::sys::trace_spill::Spill;
@@ -108,9 +109,13 @@ fn record_running(t0: u64) {
         if g == 0 {
             continue;
         }
-        let p = m
-            .p_id()
-            .map_or(trace_buf::NO_P, |p| u16::try_from(p).unwrap_or(trace_buf::NO_P));
+        // The P it still holds: one taken meanwhile (sysmon, a resize) stays
+        // in the M's record until its G switches out.
+        let held = m.p().filter(|p| {
+            let st = p.state();
+            st.status() == PStatus::Running && st.m().is_some_and(|owner| std::ptr::eq(owner, m))
+        });
+        let p = held.map_or(trace_buf::NO_P, |p| u16::try_from(p.id).unwrap_or(trace_buf::NO_P));
         trace_buf::record_shared(Event {
             ts: t0,
             g,

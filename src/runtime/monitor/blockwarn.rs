@@ -98,7 +98,7 @@ fn serve(reports: impl Iterator<Item = Blocked>) {
 fn call_site(sym: &mut Symbolizer, captured: &frames::Captured, created_at: Option<&str>) -> Option<String> {
     let all = sym.resolve(captured);
     if let Some(at) = created_at {
-        frames::learn_root(at, &all);
+        frames::learn_root(at, &all, frames::Side::Outermost);
     }
     let kept = frames::trim(&all, Keep::Parked);
     let rust = |f: &&frames::Frame| f.file.as_deref().is_some_and(|p| p.ends_with(".rs"));

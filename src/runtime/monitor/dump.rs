@@ -332,7 +332,7 @@ fn info(snap: Snapshot, stack: Option<String>, now_ms: u64) -> GoroutineInfo {
 fn resolve(sym: &mut Symbolizer, captured: &Captured, created_at: Option<&str>) -> String {
     let all = sym.resolve(captured);
     if let Some(at) = created_at {
-        frames::learn_root(at, &all);
+        frames::learn_root(at, &all, frames::Side::Outermost);
     }
     let mut text = String::new();
     frames::write_go(&mut text, frames::trim(&all, Keep::Parked));

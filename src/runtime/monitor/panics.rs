@@ -127,7 +127,7 @@ fn backtrace(out: &mut String, g: GRef, style: Style, at: Option<&str>) {
             .spawn_scoped(s, move || {
                 let frames = captured.resolve();
                 if let Some(at) = at {
-                    frames::learn_root(at, &frames);
+                    frames::learn_root(at, &frames, frames::Side::Innermost);
                 }
                 let mut text = String::from("stack backtrace:\n");
                 frames::write_std(&mut text, frames::trim(&frames, keep));

@@ -71,9 +71,10 @@ pub(crate) struct Json<W: Write> {
     named_p: Vec<bool>,
     named_m: Vec<bool>,
     names: HashMap<u64, String>,
-    /// By P id: when sysmon last took the P (ticks, 0 if never), for runs
-    /// whose M never recorded the cut before the trace stopped.
-    retaken_p: Vec<u64>,
+    /// By P id: when the P was taken from a running G (ticks, in the order
+    /// recorded), for runs whose M never recorded the cut before the trace
+    /// stopped.
+    retaken_p: Vec<Vec<u64>>,
     /// By M id: the G it was running when the trace started (`Kind::Running`:
     /// G, P, inside a blocking call), drawn at the end if the M recorded
     /// nothing of the scheduler's in the whole trace (`busy`).
@@ -294,8 +295,7 @@ impl<W: Write> Json<W> {
             Kind::Retake if ev.m != NO_M => self.split_retaken(ev),
             Kind::Retake => {
                 if ev.p != NO_P {
-                    let at = slot(&mut self.retaken_p, usize::from(ev.p));
-                    *at = (*at).max(ev.ts);
+                    slot(&mut self.retaken_p, usize::from(ev.p)).push(ev.ts);
                 }
                 self.instant(ev, ns);
             }
@@ -448,8 +448,8 @@ impl<W: Write> Json<W> {
             }
         }
         // Runs still going when the trace stopped end there; one whose P
-        // sysmon took meanwhile, its M not having recorded the cut yet, ends
-        // on the P then and goes on on the M's track.
+        // was taken meanwhile, its M not having recorded the cut yet, ends
+        // on the P at the first such retake and goes on on the M's track.
         for m in 0..self.runs.len() {
             let Some(open) = self.runs[m] else {
                 continue;
@@ -463,8 +463,12 @@ impl<W: Write> Json<W> {
                 kind,
                 small,
             };
-            let retaken = self.retaken_p.get(usize::from(open.p)).copied().unwrap_or(0);
-            if open.p != NO_P && retaken >= open.start {
+            // The first retake of its P after the run began cut it.
+            let retaken = self
+                .retaken_p
+                .get(usize::from(open.p))
+                .and_then(|ts| ts.iter().copied().filter(|&t| t >= open.start).min());
+            if let (Some(retaken), true) = (retaken, open.p != NO_P) {
                 self.split_retaken(&at(retaken, Kind::Retake, 0));
             }
             if let Some(open) = self.runs[m].take() {
@@ -651,6 +655,42 @@ mod tests {
         assert!(find(2, "running").contains("\"ts\":5.000,\"dur\":3.000"), "{x:#?}");
         assert!(find(3, "running").contains("\"ts\":6.000,\"dur\":2.000"), "{x:#?}");
         assert_eq!(x.len(), 4, "{x:#?}");
+    }
+
+    /// A run open at the stop is cut at the first retake of its P after it
+    /// began, not the last: the P's later owners' runs come after it.
+    #[test]
+    fn a_run_open_at_the_stop_leaves_its_p_at_the_first_retake() {
+        let retake = |ts| Event {
+            m: NO_M,
+            small: 3,
+            ..ev(Kind::Retake, 0, 0, ts)
+        };
+        let events = [
+            retake(1_500),                // before G1's run: not its cut
+            ev(Kind::Start, 1, 1, 2_000), // M1's G1 on P0, never stopped
+            retake(3_000),                // a resize takes P0 from M1
+            ev(Kind::Start, 2, 2, 4_000), // M2's G2 on P0, never stopped
+            retake(5_000),                // and from M2
+        ];
+        let mut json = Json::new(Vec::new(), 1000, 1000.0).unwrap();
+        for e in &events {
+            json.event(e).unwrap();
+        }
+        let out = String::from_utf8(json.finish(0, 9_000).unwrap()).unwrap();
+        let on_p0: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains("\"ph\":\"X\"") && l.contains("\"tid\":0,"))
+            .collect();
+        assert_eq!(on_p0.len(), 2, "{on_p0:#?}");
+        assert!(
+            on_p0[0].contains("\"g\":1,") && on_p0[0].contains("\"ts\":1.000,\"dur\":1.000"),
+            "{on_p0:#?}"
+        );
+        assert!(
+            on_p0[1].contains("\"g\":2,") && on_p0[1].contains("\"ts\":3.000,\"dur\":1.000"),
+            "{on_p0:#?}"
+        );
     }
 
     /// A G running when the trace started, on an M that records nothing of

@@ -178,24 +178,36 @@ fn build_root() -> Option<&'static Path> {
 /// The build root found by [`learn_root`].
 static LEARNED_ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
-/// Learns the build root from a `Location` path of the program (`at`, a
-/// dump's `created by`, a panic's place) and the frames of the same report:
-/// a frame whose whole path ends in `/` + `at` (a relative `at`: one of the
-/// program's own files) names the root as the rest. The closure a goroutine
-/// was started with, or the function that panicked, is such a frame. A
-/// dependency's file of the same relative name (a `src/lib.rs` of the
-/// registry's) names no root.
-pub(crate) fn learn_root(at: &str, frames: &[Frame]) {
+/// Learns the build root from a `Location` path of the program (`at`) and
+/// the frames of the same report: a frame whose whole path ends in `/` +
+/// `at` (a relative `at`: one of the program's own files) names the root as
+/// the rest. Which frame, `from`: a dump's `created by` is the file of the
+/// closure the goroutine started with, its outermost frame; a panic's
+/// `panicked at`, of the innermost frame that is the program's. Files of std
+/// and of crates cargo fetched name no root.
+pub(crate) fn learn_root(at: &str, frames: &[Frame], from: Side) {
     if build_root().is_some() {
         return;
     }
-    if let Some(root) = root_of(at, frames.iter().filter_map(|f| f.file.as_deref())) {
+    let files = frames.iter().filter_map(|f| f.file.as_deref());
+    let root = match from {
+        Side::Innermost => root_of(at, files),
+        Side::Outermost => root_of(at, files.rev()),
+    };
+    if let Some(root) = root {
         let _ = LEARNED_ROOT.set(root.into());
     }
 }
 
-/// [`learn_root`]'s rule: the root that whole path of `files` and the
-/// relative `at` name together, if any.
+/// Which end of a report's frames [`learn_root`] looks from.
+#[derive(Clone, Copy)]
+pub(crate) enum Side {
+    Innermost,
+    Outermost,
+}
+
+/// [`learn_root`]'s rule: the root that the first of `files` (whole paths)
+/// and the relative `at` name together, if any.
 fn root_of<'a>(at: &str, mut files: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     if at.starts_with('/') {
         return None;
@@ -203,9 +215,10 @@ fn root_of<'a>(at: &str, mut files: impl Iterator<Item = &'a str>) -> Option<&'a
     files.find_map(|p| p.strip_suffix(at)?.strip_suffix('/').filter(|_| !is_dependency(p)))
 }
 
-/// A file of std's or of a crate cargo fetched, by its whole path.
+/// A file of std's, or of a crate cargo fetched (from a registry or git,
+/// wherever `CARGO_HOME` is), by its whole path.
 pub(crate) fn is_dependency(p: &str) -> bool {
-    p.starts_with("/rustc/") || p.contains("/.cargo/registry/") || p.contains("/.cargo/git/")
+    p.starts_with("/rustc/") || p.contains("/registry/src/") || p.contains("/git/checkouts/")
 }
 
 /// Which frames a report keeps.
@@ -331,8 +344,19 @@ mod tests {
             None,
             "a whole location"
         );
-        let dep = "/root/.cargo/registry/src/index.crates.io-1/foo-1.0.0/src/lib.rs";
+        let dep = "/usr/local/cargo/registry/src/index.crates.io-1/foo-1.0.0/src/lib.rs";
         assert_eq!(root_of("src/lib.rs", [dep].into_iter()), None, "a dependency's file");
+        // A path dependency's `src/lib.rs` inside, the program's own outside:
+        // a dump looks from the outermost frame (the goroutine's closure).
+        let frames: Vec<Frame> = ["/w/dep/src/lib.rs", "/w/app/src/lib.rs"]
+            .iter()
+            .map(|p| Frame {
+                file: Some((*p).to_owned()),
+                ..f("x")
+            })
+            .collect();
+        let files = || frames.iter().filter_map(|f| f.file.as_deref());
+        assert_eq!(root_of("src/lib.rs", files().rev()), Some("/w/app"));
     }
 
     fn f(name: &str) -> Frame {
