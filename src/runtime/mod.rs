@@ -55,6 +55,7 @@
 //   quadheap.rs      the 4-ary heap under the timers
 //   sync_prims.rs    the one place loom is swapped in
 //   trace_buf.rs     execution-trace events in per-M chunks; the trace clock
+//   trace_clock.rs   which clock read a trace's next Start may share; waits drop it
 //   trace_spill.rs   the trace's events kept raw in a file until the trace stops
 // task/    what a goroutine is
 //   block.rs         the type-erased task block a spawn allocates
