@@ -76,6 +76,16 @@ fn runs_by_track(events: &[Value]) -> HashMap<u64, Vec<&Value>> {
     runs
 }
 
+/// No two runs overlap on a P's track (on an M's track, the part of a run
+/// after a retake can be drawn too long: docs/TRACE.md, Limits).
+fn assert_p_tracks_do_not_overlap(events: &[Value]) {
+    for (tid, runs) in runs_by_track(events) {
+        if tid < M_TRACK {
+            assert_no_overlap(tid, &runs);
+        }
+    }
+}
+
 /// No two of a track's runs (sorted by start) overlap; timestamps are
 /// rounded to the ns.
 fn assert_no_overlap(tid: u64, runs: &[&Value]) {
@@ -172,13 +182,7 @@ fn a_trace_of_an_imbalanced_workload_is_consistent() {
     let runs = runs_by_track(&events);
     assert!(runs.len() >= 2, "the work did not spread: {:?}", runs.keys());
 
-    // No two runs overlap on one P (timestamps are rounded to the ns).
-    for (tid, rs) in &runs {
-        if *tid as usize >= PROCS {
-            continue;
-        }
-        assert_no_overlap(*tid, rs);
-    }
+    assert_p_tracks_do_not_overlap(&events);
 
     // A steal event per steal.
     let steal_events = events.iter().filter(|e| e["ph"] == "i" && e["name"] == "steal").count() as u64;
@@ -418,13 +422,7 @@ fn runs_leave_a_p_that_a_resize_took() {
         workers.into_iter().for_each(|h| h.join().unwrap());
     });
     assert_eq!(lost(&events), 0, "events were lost");
-    // The P tracks. (A run's part after a retake, on its M's track, can be
-    // drawn too long: see docs/TRACE.md, Limits.)
-    for (tid, runs) in runs_by_track(&events) {
-        if tid < M_TRACK {
-            assert_no_overlap(tid, &runs);
-        }
-    }
+    assert_p_tracks_do_not_overlap(&events);
 }
 
 /// A G that sysmon took the P from before the trace began, and that computes
@@ -462,15 +460,15 @@ fn a_g_without_its_p_when_the_trace_starts_is_drawn_off_it() {
     done.store(true, Ordering::SeqCst);
     let hog_id = hog.id().as_u64();
     hog.join().unwrap();
+    assert_p_tracks_do_not_overlap(&events);
     for (tid, runs) in runs_by_track(&events) {
-        if tid < M_TRACK {
-            assert_no_overlap(tid, &runs);
-            assert!(
-                runs.iter()
+        assert!(
+            tid >= M_TRACK
+                || runs
+                    .iter()
                     .all(|e| e["args"]["g"].as_u64() != Some(hog_id) || e["ts"].as_f64() != Some(0.0)),
-                "the hog drawn on P{tid} from the start"
-            );
-        }
+            "the hog drawn on P{tid} from the start"
+        );
     }
 }
 

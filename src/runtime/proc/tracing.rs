@@ -52,9 +52,7 @@ pub(crate) fn emit_on(m: &M, kind: Kind, g: u64, arg: u64, small: u8) -> u64 {
 pub(crate) fn took(kind: Kind, g: u64, arg: u64, first: GRef) {
     match current_m() {
         Some(m) => {
-            if m.trace.make_room() {
-                trace_clock::stale();
-            }
+            room_first(m);
             let ts = shared_or_now(first);
             if record_on(m, ts, kind, g, arg, 0) {
                 trace_clock::set_fresh(ts);
@@ -63,6 +61,14 @@ pub(crate) fn took(kind: Kind, g: u64, arg: u64, first: GRef) {
         None => {
             emit(kind, g, arg, 0);
         }
+    }
+}
+
+/// Makes room for M `m`'s next event before its clock read, so that the
+/// read comes after any wait for the tracer (which also drops a shared read).
+fn room_first(m: &M) {
+    if m.trace.make_room() {
+        trace_clock::stale();
     }
 }
 
@@ -130,9 +136,7 @@ pub(crate) fn runnable(g: GRef) {
 #[cold]
 #[inline(never)]
 pub(crate) fn started(m: &M, g: GRef, shared: bool) {
-    if m.trace.make_room() {
-        trace_clock::stale(); // the start comes after the tracer's wait
-    }
+    room_first(m);
     let ts = if shared { shared_or_now(g) } else { trace_buf::now() };
     record_on(m, ts, Kind::Start, g.id(), g.trace_ready(), 0);
     // SAFETY: this M owns `g`, about to run it (the caller's contract).
@@ -191,13 +195,6 @@ pub(crate) fn preempting(m: &M) {
 pub(crate) fn blocking_entered(m: &M, g: GRef) {
     stopped(m, g, Stop::Blocking);
     emit_on(m, Kind::BlockingEnter, g.id(), 0, 0);
-}
-
-/// This M may poll, spin, yield its thread or sleep before its next
-/// `Start`, which then reads the clock.
-#[inline]
-pub(crate) fn clock_stale() {
-    trace_clock::stale();
 }
 
 /// Why a running P was taken from its M (a [`Kind::Retake`]'s `small`; 0 is

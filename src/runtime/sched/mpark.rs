@@ -84,7 +84,7 @@ pub(crate) fn start_m(p: usize, spinning: bool) {
         // A wired M's thread may carry state its G set for itself alone: a new
         // thread would be its clone (template.rs).
         None => {
-            trace_clock::may_wait(); // a thread is created, or asked for
+            trace_clock::stale(); // a thread is created, or asked for
             if crate::runtime::proc::m::current_m().is_some_and(|m| m.lockedg().is_some()) {
                 super::template::spawn_via_template(s.new_m(), p, spinning)
             } else {
@@ -111,7 +111,6 @@ fn sleep_for_p(m: &'static M) -> bool {
     m.set_blocked(true);
     if tracing::on() {
         tracing::emit_on(m, Kind::MPark, 0, 0, 0);
-        tracing::clock_stale();
     }
     m.note.sleep();
     m.set_blocked(false);

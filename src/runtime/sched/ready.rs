@@ -18,13 +18,13 @@ impl Waiter {
         match self {
             Waiter::G(g) => ready(g),
             Waiter::Thread(t) => {
-                trace_clock::may_wait(); // a system call
+                trace_clock::stale(); // a system call
                 t.wake();
             }
             // An executor's code, called from goro's wake paths: a panic in it
             // is printed by the hook and goes no further.
             Waiter::Task(w) => {
-                trace_clock::may_wait(); // code of any length
+                trace_clock::stale(); // code of any length
                 drop(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake())));
             }
         }

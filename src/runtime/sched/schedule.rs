@@ -53,6 +53,7 @@ use crate::runtime::proc::tracing;
 use crate::runtime::queue::runq::RING_CAP;
 use crate::runtime::sys::sync_prims::{nap, spin_yield};
 use crate::runtime::sys::trace_buf::{Kind, Stop};
+use crate::runtime::sys::trace_clock;
 use crate::runtime::task::g::{GRef, Outcome, Status, Switch};
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
@@ -346,9 +347,7 @@ fn search(m: &'static M, spin: &mut PollSpin) -> Option<(GRef, bool)> {
         if let Some(found) = search_queues(s, m, p, poll_until) {
             return Some(found);
         }
-        if tracing::on() {
-            tracing::clock_stale();
-        }
+        trace_clock::stale(); // it spins, steals, polls or sleeps next
         if m.spinning() || s.idle.may_spin(s.gomaxprocs() as u32) {
             if !m.spinning() {
                 become_spinning(m);
@@ -407,10 +406,8 @@ fn search_queues(s: &Sched, m: &M, p: &P, poll_until: u64) -> Option<(GRef, bool
     // An M that has been on its CPU for a while first offers it to whoever
     // the kernel keeps waiting (`crate::runtime::proc::handover`).
     if net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
-        if tracing::on() {
-            tracing::clock_stale(); // the offer may yield the thread
-        }
-        // Our P's timers read again: a P-less caller may have added one.
+        trace_clock::stale(); // the offer may yield the thread
+                              // Our P's timers read again: a P-less caller may have added one.
         crate::runtime::proc::handover::offer(s, m, poll_until.min(p.timers.next()));
         if poll::netpoll(s, Some(Duration::ZERO)) {
             return local_pop(s, p);
@@ -433,9 +430,7 @@ fn look_around(s: &Sched, p: &P) {
     if rounds >= LOOK_PERIOD {
         // SAFETY: as above.
         unsafe { p.local() }.rounds_since_look = 0;
-        if tracing::on() {
-            tracing::clock_stale(); // a system call and other Ps' queues
-        }
+        trace_clock::stale(); // a system call and other Ps' queues
         if net_waiters() > 0 && s.lastpoll.load(Ordering::SeqCst) != 0 {
             poll::netpoll(s, Some(Duration::ZERO));
         }

@@ -161,7 +161,7 @@ impl Poller {
         if self.pending.swap(true, Ordering::AcqRel) {
             return;
         }
-        super::trace_clock::may_wait(); // a system call
+        super::trace_clock::stale(); // a system call
         let one: u64 = 1;
         // SAFETY: writing 8 bytes from a live u64 to our eventfd. EAGAIN (counter
         // saturated) still leaves the fd readable, which is all we need.

@@ -1,6 +1,6 @@
 //! Linux futex wait/wake on an `AtomicU32`: what `Note` and `RawMutex` sleep on.
 //! Both are system calls: a trace's clock read taken before one dates nothing
-//! after it (`trace_clock::may_wait`).
+//! after it (`trace_clock::stale`).
 //!
 //! Under loom the same two calls run on a model of the kernel's futex table: a
 //! waiter checks the word and queues itself under the table's lock (the kernel's
@@ -21,7 +21,7 @@ mod linux {
     /// Sleeps while `*word == expected`, at most `timeout`. Spurious returns happen;
     /// callers loop on their own condition.
     pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
-        crate::runtime::sys::trace_clock::may_wait();
+        crate::runtime::sys::trace_clock::stale();
         let ts = timeout.map(|d| libc::timespec {
             tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
             tv_nsec: d.subsec_nanos() as libc::c_long,
@@ -42,7 +42,7 @@ mod linux {
 
     /// Wakes one thread sleeping on `word`.
     pub(crate) fn wake_one(word: &AtomicU32) {
-        crate::runtime::sys::trace_clock::may_wait();
+        crate::runtime::sys::trace_clock::stale();
         // SAFETY: `word` is a live, aligned u32; FUTEX_WAKE only uses its address.
         unsafe {
             libc::syscall(

@@ -66,7 +66,7 @@ impl RawMutex {
     #[cold]
     #[cfg_attr(loom, allow(clippy::reversed_empty_ranges))] // no spinning under loom
     fn lock_contended(&self) {
-        super::trace_clock::may_wait();
+        super::trace_clock::stale();
         // Long, even steps between looks. Each look pulls the lock's cache line
         // away from the holder, whose unlock must fetch it back, and a lock that
         // changes cores on every hand-over costs a line transfer per critical

@@ -6,7 +6,7 @@
 //! the G, and nothing between could have made the thread wait
 //! (docs/decisions/0039-trace-recording-cost.md; `sys/trace_buf.rs`, Clock).
 //! [`set_fresh`] leaves such a read; [`stale`] drops it, and the places where
-//! a thread may wait on the way from one G to the next call [`may_wait`]: the
+//! a thread may wait on the way from one G to the next call [`stale`]: the
 //! futex calls (a contended runtime lock's sleep and wake-up, an M's note), a
 //! contended runtime lock's spin, a contended `std` lock of the scheduler's
 //! ([`lock_noting_wait!`]: the global queue, the idle lists, a P's timers, the
@@ -56,22 +56,17 @@ pub(crate) fn take_fresh() -> Option<u64> {
     None
 }
 
-/// Drops this thread's shareable read: its next `Start` reads the clock.
+/// Drops this thread's shareable read (the thread may wait, or recorded an
+/// event): its next `Start` reads the clock. One thread-local store, trace
+/// or none.
 #[inline]
 pub(crate) fn stale() {
     #[cfg(not(loom))]
     FRESH.with(|f| f.set((0, 0)));
 }
 
-/// This thread may wait (a system call, a spin, code of a waker's): its
-/// shareable read is dropped (one thread-local store, trace or none).
-#[inline]
-pub(crate) fn may_wait() {
-    stale();
-}
-
 /// Locks `$mutex` (a `std` or loom `Mutex`, a poisoned one taken as it is),
-/// calling [`may_wait`] first if it is held: the scheduler's own locks on the
+/// calling [`stale`] first if it is held: the scheduler's own locks on the
 /// way from one G to the next. The wait is out of line: the path of a lock
 /// taken at the first try is the plain lock's.
 macro_rules! lock_noting_wait {
@@ -91,7 +86,7 @@ macro_rules! lock_noting_wait {
 #[cold]
 #[inline(never)]
 pub(crate) fn waited<G>(lock: impl FnOnce() -> G) -> G {
-    may_wait();
+    stale();
     lock()
 }
 pub(crate) use lock_noting_wait;
@@ -111,7 +106,7 @@ mod tests {
     #[test]
     fn a_wait_drops_the_read() {
         set_fresh(5);
-        may_wait();
+        stale();
         assert_eq!(take_fresh(), None);
         set_fresh(6);
         super::super::futex::wake_one(&std::sync::atomic::AtomicU32::new(0));
