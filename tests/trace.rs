@@ -76,13 +76,11 @@ fn runs_by_track(events: &[Value]) -> HashMap<u64, Vec<&Value>> {
     runs
 }
 
-/// No two runs overlap on a P's track (on an M's track, the part of a run
-/// after a retake can be drawn too long: docs/TRACE.md, Limits).
-fn assert_p_tracks_do_not_overlap(events: &[Value]) {
+/// No two runs overlap on any track: a P's, or an M's (the parts of runs
+/// after a retake).
+fn assert_tracks_do_not_overlap(events: &[Value]) {
     for (tid, runs) in runs_by_track(events) {
-        if tid < M_TRACK {
-            assert_no_overlap(tid, &runs);
-        }
+        assert_no_overlap(tid, &runs);
     }
 }
 
@@ -182,7 +180,7 @@ fn a_trace_of_an_imbalanced_workload_is_consistent() {
     let runs = runs_by_track(&events);
     assert!(runs.len() >= 2, "the work did not spread: {:?}", runs.keys());
 
-    assert_p_tracks_do_not_overlap(&events);
+    assert_tracks_do_not_overlap(&events);
 
     // A steal event per steal.
     let steal_events = events.iter().filter(|e| e["ph"] == "i" && e["name"] == "steal").count() as u64;
@@ -422,7 +420,53 @@ fn runs_leave_a_p_that_a_resize_took() {
         workers.into_iter().for_each(|h| h.join().unwrap());
     });
     assert_eq!(lost(&events), 0, "events were lost");
-    assert_p_tracks_do_not_overlap(&events);
+    assert_tracks_do_not_overlap(&events);
+    assert_runs_follow_their_wake_ups(&events);
+}
+
+/// A G whose P sysmon took while it computed, and that then enters a
+/// blocking call, leaves the P at the retake, not at the call: the P's
+/// track, where other Gs run meanwhile, has no overlap, and the G no two
+/// runs at once.
+#[test]
+fn a_hog_that_lost_its_p_and_then_blocks_leaves_the_p_at_the_retake() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let _w = common::watchdog(Duration::from_secs(60));
+    let done = Arc::new(AtomicBool::new(false));
+    let events = trace(|| {
+        let hogs: Vec<_> = (0..PROCS)
+            .map(|_| {
+                goro::go!(|| {
+                    for _ in 0..3 {
+                        let retakes = goro::runtime::stats().preempt_retakes;
+                        while goro::runtime::stats().preempt_retakes == retakes {
+                            std::hint::black_box(spin(1_000));
+                        }
+                        goro::blocking(|| std::hint::black_box(spin(1_000)));
+                    }
+                })
+            })
+            .collect();
+        let yielders: Vec<_> = (0..2 * PROCS)
+            .map(|_| {
+                let done = done.clone();
+                goro::go!(move || {
+                    while !done.load(Ordering::SeqCst) {
+                        std::hint::black_box(spin(1_000));
+                        goro::yield_now();
+                    }
+                })
+            })
+            .collect();
+        hogs.into_iter().for_each(|h| h.join().unwrap());
+        done.store(true, Ordering::SeqCst);
+        yielders.into_iter().for_each(|h| h.join().unwrap());
+    });
+    assert_eq!(lost(&events), 0, "events were lost");
+    assert_tracks_do_not_overlap(&events);
+    assert_runs_follow_their_wake_ups(&events);
 }
 
 /// A G that sysmon took the P from before the trace began, and that computes
@@ -460,7 +504,7 @@ fn a_g_without_its_p_when_the_trace_starts_is_drawn_off_it() {
     done.store(true, Ordering::SeqCst);
     let hog_id = hog.id().as_u64();
     hog.join().unwrap();
-    assert_p_tracks_do_not_overlap(&events);
+    assert_tracks_do_not_overlap(&events);
     for (tid, runs) in runs_by_track(&events) {
         assert!(
             tid >= M_TRACK

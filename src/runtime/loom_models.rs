@@ -523,6 +523,63 @@ fn loom_retake_handshake_never_shares_the_p() {
     });
 }
 
+/// A taker dates its take inside the handshake, in its `still` check before
+/// the commit (`tracing::retaking`), and withdraws the date if the take fails
+/// (`tracing::retake_undone`); the M takes the date when it finds its P gone
+/// (`tracing::lost_p`). An M that lost its P always finds the date (the trace
+/// marks where its G's run left the P), and a failed take leaves none behind.
+#[test]
+fn loom_a_retake_is_dated_before_its_m_can_see_it() {
+    use super::proc::p::{PState, PStatus};
+    use super::sched::ownership::{enter, leave, still_held, take};
+    use super::sys::sync_prims::{AtomicU32, AtomicU64, AtomicUsize};
+    const DATE: u64 = 7;
+    loom::model(|| {
+        let state = Arc::new(AtomicUsize::new(held().0));
+        let depth = Arc::new(AtomicU32::new(1));
+        let date = Arc::new(AtomicU64::new(0));
+        let taker = {
+            let (state, depth, date) = (state.clone(), depth.clone(), date.clone());
+            thread::spawn(move || {
+                let mut cut = 0;
+                let took = take(&state, held(), PState::new(None, PStatus::Idle), &depth, || {
+                    date.store(DATE, Ordering::Relaxed);
+                    cut = DATE;
+                    true
+                });
+                if !took && cut != 0 {
+                    let _ = date.compare_exchange(cut, 0, Ordering::Relaxed, Ordering::Relaxed);
+                }
+                took
+            })
+        };
+        leave(&depth); // the G runs user code
+        let outer = enter(&depth);
+        let lost_first = !(outer && still_held(&state, held()));
+        if lost_first {
+            assert_eq!(
+                date.swap(0, Ordering::Relaxed),
+                DATE,
+                "the M found its P gone before the take was dated"
+            );
+        }
+        leave(&depth);
+        let took = taker.join().unwrap();
+        if !took {
+            assert_eq!(date.load(Ordering::Relaxed), 0, "a failed take left its date");
+        }
+        let outer = enter(&depth);
+        assert!(outer);
+        if !still_held(&state, held()) && !lost_first {
+            assert_eq!(
+                date.swap(0, Ordering::Relaxed),
+                DATE,
+                "the M found its P gone without a date"
+            );
+        }
+    });
+}
+
 /// The M, inside the runtime, gives its P up itself (`release_p`) while a taker
 /// tries to take it: the taker must not commit a P the M already released.
 #[test]

@@ -407,13 +407,21 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                     RETAKE_AFTER_NS
                 };
                 next_due = next_due.min(seen.since + threshold);
-                if ran >= RETAKE_AFTER_NS
-                    && try_take_running(p, st, PStatus::Idle, || {
-                        p.counters.context_switches.load(Ordering::Relaxed) == cs
-                    })
-                {
-                    took_from_running(s, p, m, seen, now, ran);
-                    taken += 1;
+                if ran >= RETAKE_AFTER_NS {
+                    let mut cut = 0;
+                    let still_running = || {
+                        let still = p.counters.context_switches.load(Ordering::Relaxed) == cs;
+                        if still {
+                            cut = tracing::retaking(m);
+                        }
+                        still
+                    };
+                    if try_take_running(p, st, PStatus::Idle, still_running) {
+                        took_from_running(s, p, m, seen, now, ran, cut);
+                        taken += 1;
+                    } else {
+                        tracing::retake_undone(m, cut);
+                    }
                 }
             }
             PStatus::Syscall => {
@@ -462,10 +470,11 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
     Looked { taken, next_due }
 }
 
-/// sysmon took P `p` from `m`, whose G held it `ran` ns without a switch:
-/// counts it as a CPU hog or as blocked in the kernel, tells the trace (and
-/// with `blockwarn`, the user), and hands the P to another M.
-fn took_from_running(s: &Sched, p: &P, m: &'static M, seen: &mut Seen, now: u64, ran: u64) {
+/// sysmon took P `p` from `m`, whose G held it `ran` ns without a switch
+/// (the cut dated `cut` for the trace): counts it as a CPU hog or as blocked
+/// in the kernel, tells the trace (and with `blockwarn`, the user), and hands
+/// the P to another M.
+fn took_from_running(s: &Sched, p: &P, m: &'static M, seen: &mut Seen, now: u64, ran: u64, cut: u64) {
     let blocked = blocked_in_kernel(m, seen.cpu_mark, now);
     let counter = if blocked {
         &s.counters.blocking_retakes
@@ -475,7 +484,7 @@ fn took_from_running(s: &Sched, p: &P, m: &'static M, seen: &mut Seen, now: u64,
     counter.fetch_add(1, Ordering::Relaxed);
     if tracing::on() {
         let why = if blocked { TakenFrom::Blocked } else { TakenFrom::Hog };
-        tracing::retook_from(m, p.id, why);
+        tracing::retook_from(p.id, why, cut);
     }
     if blocked && s.godebug.blockwarn {
         blockwarn::report(m, m.curg(), ran);

@@ -91,9 +91,11 @@ pub(crate) struct M {
     /// Its G yields because sysmon asked it to (traced as a preemption). Own
     /// thread only, and only while tracing.
     pub(crate) preempting: AtomicBool,
-    /// When sysmon took its P from its running G (trace ticks), 0 if not.
-    /// sysmon writes it before handing the P off; the M reads it after it
-    /// finds the P gone (the P's state CAS orders the two).
+    /// When a taker (sysmon, a resize) took its P from its running G (trace
+    /// ticks), 0 if not. The taker writes it before committing the take
+    /// (`tracing::retaking`), and the M reads and clears it when it finds the
+    /// P gone (`tracing::lost_p`): the commit's `Release` and the M's
+    /// `Acquire` read of the P's state order the two.
     pub(crate) retaken_at: AtomicU64,
 }
 

@@ -210,28 +210,57 @@ pub(crate) enum TakenFrom {
     Resize = 3,
 }
 
-/// P `p` was taken from M `m`, whose G goes on running without it (`why`):
-/// the instant on the taker's track, and the time on `m`, which records
-/// where its run left the P in its own stream when the G stops
-/// ([`stopped_without_p`]).
-#[cold]
-#[inline(never)]
-pub(crate) fn retook_from(m: &M, p: usize, why: TakenFrom) {
+/// A taker is about to commit taking M `m`'s running P (the handshake of
+/// `sched/ownership.rs` holds it `Retaking`: an M that enters the runtime
+/// waits for the verdict): dates the cut of its G's run now and leaves the
+/// date for the M, which reads it once it finds its P gone ([`lost_p`]), so
+/// the M always finds it. Returns the date, 0 while tracing is off: for
+/// [`retook_from`] once the take succeeded, for [`retake_undone`] if not.
+#[inline]
+pub(crate) fn retaking(m: &M) -> u64 {
+    if !on() {
+        return 0;
+    }
     let ts = trace_buf::now();
-    let p16 = u16::try_from(p).unwrap_or(NO_P);
-    trace_buf::record_shared(event(ts, p16, Kind::Retake, 0, 0, why as u8));
     m.retaken_at.store(ts, Ordering::Relaxed);
+    ts
 }
 
-/// The G of M `m` ran on P `p` until sysmon took the P (at the time
-/// [`retook_from`] left): marks the cut in `m`'s stream, before its `Stop`.
+/// The take dated `ts` by [`retaking`] did not happen: the M keeps its P,
+/// and the date is withdrawn (unless a later taker's replaced it).
+#[cold]
+pub(crate) fn retake_undone(m: &M, ts: u64) {
+    if ts != 0 {
+        let _ = m
+            .retaken_at
+            .compare_exchange(ts, 0, Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
+
+/// P `p` was taken from M `m`, whose G goes on running without it (`why`),
+/// at `ts` ([`retaking`]'s date; 0: tracing came on since, now): the instant
+/// on the taker's track. The time on `m` is recorded by `m` itself, in its
+/// own stream, when it finds the P gone ([`lost_p`]).
 #[cold]
 #[inline(never)]
-pub(crate) fn stopped_without_p(m: &M, p: usize) {
+pub(crate) fn retook_from(p: usize, why: TakenFrom, ts: u64) {
+    let ts = if ts == 0 { trace_buf::now() } else { ts };
+    let p16 = u16::try_from(p).unwrap_or(NO_P);
+    trace_buf::record_shared(event(ts, p16, Kind::Retake, 0, 0, why as u8));
+}
+
+/// M `m`, entering the runtime, found that its P `p` was taken while its G
+/// ran user code: marks in `m`'s stream where that run left the P (at the
+/// date [`retaking`] left), before anything else the G records, such as its
+/// stop or a blocking call. Called whether tracing is on or not, so that no
+/// date outlives its take.
+#[cold]
+#[inline(never)]
+pub(crate) fn lost_p(m: &M, p: usize) {
     let ts = m.retaken_at.swap(0, Ordering::Relaxed);
-    let mut ev = event(ts, u16::try_from(p).unwrap_or(NO_P), Kind::Retake, 0, 0, 1);
-    ev.m = u32::try_from(m.id()).unwrap_or(trace_buf::NO_M);
-    if ts != 0 {
+    if ts != 0 && on() {
+        let mut ev = event(ts, u16::try_from(p).unwrap_or(NO_P), Kind::Retake, 0, 0, 1);
+        ev.m = u32::try_from(m.id()).unwrap_or(trace_buf::NO_M);
         trace_clock::stale();
         m.trace.record(ev);
     }

@@ -47,6 +47,7 @@ use super::mpark::idle_p_unless_stopping;
 use crate::runtime::proc::m::{current_m, set_current_g, M};
 use crate::runtime::proc::p::{PState, PStatus, P};
 use crate::runtime::proc::state::sched;
+use crate::runtime::proc::tracing;
 use crate::runtime::sys::sync_prims::{fence, spin_yield, AtomicU32, AtomicUsize, Ordering};
 use crate::runtime::task::g::{GRef, Status, Switch};
 #[cfg(not(loom))]
@@ -110,7 +111,8 @@ pub(crate) fn leave(depth: &AtomicU32) {
 }
 
 /// The M enters the runtime (from user code, or nested). Returns its P if it
-/// still holds one; if the P was taken meanwhile, forgets it and returns `None`.
+/// still holds one; if the P was taken meanwhile, forgets it (marking in the
+/// trace where its G's run left it) and returns `None`.
 pub(crate) fn enter_runtime(m: &'static M) -> Option<&'static P> {
     let outer = enter(&m.depth);
     let p = m.p()?;
@@ -119,6 +121,7 @@ pub(crate) fn enter_runtime(m: &'static M) -> Option<&'static P> {
         return Some(p);
     }
     m.drop_p();
+    tracing::lost_p(m, p.id);
     None
 }
 
@@ -213,14 +216,16 @@ pub(crate) fn take(
 
 /// The running G `g` enters a blocking call (Go's `entersyscall`): its P stays
 /// reserved for it (`Syscall`) but the M runs the call without one, as a plain
-/// thread as far as goro is concerned (waits inside block the thread).
+/// thread as far as goro is concerned (waits inside block the thread). The
+/// caller has entered the runtime: `p` is what [`enter_runtime`] returned.
+/// Returns in user code.
 ///
 /// Never inlined (nor is [`exit_syscall`]): both write the thread's current G,
 /// and inlined into a caller that parks between two `blocking` calls they could
 /// write another thread's.
 #[inline(never)]
-pub(crate) fn enter_syscall(m: &'static M, g: GRef) {
-    if let Some(p) = enter_runtime(m) {
+pub(crate) fn enter_syscall(m: &'static M, g: GRef, p: Option<&'static P>) {
+    if let Some(p) = p {
         crate::runtime::proc::p::bump(&p.syscalltick, 1);
         m.set_oldp(Some(p));
         m.drop_p();

@@ -104,10 +104,16 @@ fn collect(s: &Sched, p: &P) -> bool {
         PStatus::Running => {
             let Some(m) = st.m() else { return false };
             m.preempt.store(true, Ordering::Relaxed);
-            let taken = try_take_running(p, st, PStatus::Stopped, || true);
-            if taken && tracing::on() {
+            let mut cut = 0;
+            let taken = try_take_running(p, st, PStatus::Stopped, || {
+                cut = tracing::retaking(m);
+                true
+            });
+            if !taken {
+                tracing::retake_undone(m, cut);
+            } else if tracing::on() {
                 // Its G's run leaves the P here, as at sysmon's retake.
-                tracing::retook_from(m, p.id, TakenFrom::Resize);
+                tracing::retook_from(p.id, TakenFrom::Resize, cut);
             }
             taken
         }

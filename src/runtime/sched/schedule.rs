@@ -207,20 +207,17 @@ fn execute(m: &'static M, g: GRef, inherit: bool) -> bool {
         tracing::started(m, g, !first_run);
     }
     leave_runtime(m);
-    let p_id = p.id;
     let outcome = match no_stack {
         // SAFETY: as above; a G that needed a stack was given one.
         None => unsafe { g.resume() },
         Some(e) => Outcome::NoStack(e),
     };
     // The P may have been taken while the G ran (sysmon's retake): then this M
-    // finishes the G's request without one.
+    // finishes the G's request without one (the trace marked where the run
+    // left it when the M found it gone, here or earlier in the G's run).
     let p = enter_runtime(m);
     set_current_g(None);
     m.set_curg(0);
-    if tracing::on() && p.is_none() {
-        tracing::stopped_without_p(m, p_id);
-    }
     match outcome {
         Outcome::Exited(_) | Outcome::NoStack(_) if tracing::on() => tracing::stopped(m, g, Stop::Exit),
         _ => {}

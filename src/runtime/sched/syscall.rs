@@ -10,9 +10,7 @@
 use crate::runtime::proc::m::{current_g, current_m, set_current_g, M};
 use crate::runtime::proc::p::P;
 use crate::runtime::proc::tracing;
-use crate::runtime::sched::ownership::{
-    enter_runtime, enter_syscall, exit_syscall, leave_runtime, take_p_after_syscall,
-};
+use crate::runtime::sched::ownership::{enter_runtime, enter_syscall, exit_syscall, take_p_after_syscall};
 use crate::runtime::sys::trace_buf::Kind;
 use crate::runtime::task::g::GRef;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -89,10 +87,14 @@ where
     let (Some(m), Some(g)) = (current_m(), current_g()) else {
         return f(); // a plain thread, or already inside `blocking`
     };
+    // Inside the runtime first: a P taken while the G computed is marked in
+    // the trace before the run's stop, and the stop is dated while the M
+    // still holds its P.
+    let p = enter_runtime(m);
     if tracing::on() {
         tracing::blocking_entered(m, g);
     }
-    enter_syscall(m, g);
+    enter_syscall(m, g, p);
     // Caught so that the P is reclaimed (which may switch Gs) outside the unwind:
     // a G must not move to another thread while unwinding.
     let result = catch_unwind(AssertUnwindSafe(|| out_of_line(f)));
@@ -124,9 +126,8 @@ where
 /// no current G and the G `Running`; returns the same way, with the M's P (its
 /// old one, or another idle one; none if there was none to take).
 pub(crate) fn fail_without_stack(m: &'static M, g: GRef, err: std::io::Error) -> Option<&'static P> {
-    leave_runtime(m);
     set_current_g(Some(g));
-    enter_syscall(m, g);
+    enter_syscall(m, g, m.p());
     // SAFETY: this M got `NoStack` from the G's first resume and owns it; once.
     unsafe { g.fail_without_stack(err) };
     take_p_after_syscall(m, g);
