@@ -424,6 +424,161 @@ fn runs_leave_a_p_that_a_resize_took() {
     assert_runs_follow_their_wake_ups(&events);
 }
 
+/// Gs looping on short blocking calls while `set_gomaxprocs` changes every
+/// 0.7 ms, with two OS threads spinning beside them so that Ms lose their
+/// CPU anywhere: a G back from a call is drawn on the P it got back, which
+/// no resize can take before its run is recorded there.
+#[test]
+fn gs_back_from_blocking_calls_are_drawn_on_the_p_they_got() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let _w = common::watchdog(Duration::from_secs(120));
+    let stop = Arc::new(AtomicBool::new(false));
+    let os_spinners: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    for _ in 0..3 {
+        let done = Arc::new(AtomicBool::new(false));
+        let events = trace(|| {
+            let gs: Vec<_> = (0..2 * PROCS)
+                .map(|_| {
+                    let done = done.clone();
+                    goro::go!(move || {
+                        while !done.load(Ordering::Relaxed) {
+                            goro::blocking(|| std::hint::black_box(spin(200)));
+                            std::hint::black_box(spin(2_000));
+                        }
+                    })
+                })
+                .collect();
+            for round in 0..200 {
+                goro::runtime::set_gomaxprocs(1 + round % PROCS);
+                std::thread::sleep(Duration::from_micros(700));
+            }
+            goro::runtime::set_gomaxprocs(PROCS);
+            done.store(true, Ordering::Relaxed);
+            gs.into_iter().for_each(|h| h.join().unwrap());
+        });
+        assert_eq!(lost(&events), 0, "events were lost");
+        assert_tracks_do_not_overlap(&events);
+        assert_runs_follow_their_wake_ups(&events);
+    }
+    stop.store(true, Ordering::Relaxed);
+    os_spinners.into_iter().for_each(|h| h.join().unwrap());
+}
+
+/// A future that is ready once its flag is set, waking whoever polled it.
+#[derive(Clone, Default)]
+struct Flag(Arc<Mutex<(bool, Option<std::task::Waker>)>>);
+
+impl Flag {
+    fn set(&self) {
+        let mut s = self.0.lock().unwrap();
+        s.0 = true;
+        if let Some(w) = s.1.take() {
+            w.wake();
+        }
+    }
+}
+
+impl std::future::Future for Flag {
+    type Output = ();
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        let mut s = self.0.lock().unwrap();
+        if std::mem::take(&mut s.0) {
+            return std::task::Poll::Ready(());
+        }
+        s.1 = Some(cx.waker().clone());
+        std::task::Poll::Pending
+    }
+}
+
+/// Hogs that wake a G parked in `block_on` after sysmon took a P (the
+/// waker's call is user code, with no preemption check before the ready):
+/// each wake-up is drawn inside its waker's run, on the track that run is on
+/// at that moment (the P's, or after the retake the M's), never on a P the
+/// hog no longer holds.
+#[test]
+fn a_wake_up_by_a_hog_that_lost_its_p_is_drawn_inside_its_run() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    let _w = common::watchdog(Duration::from_secs(60));
+    let mut hog_ids = Vec::new();
+    let mut sleeper_ids = Vec::new();
+    let done = Arc::new(AtomicBool::new(false));
+    let events = trace(|| {
+        let (sleepers, hogs): (Vec<_>, Vec<_>) = (0..PROCS)
+            .map(|_| {
+                let flag = Flag::default();
+                let set = flag.clone();
+                let (ack_tx, ack_rx) = goro::chan::bounded::<()>(1);
+                let sleeper = goro::go!(move || {
+                    for _ in 0..3 {
+                        goro::block_on(flag.clone());
+                        ack_tx.send(()).unwrap();
+                    }
+                });
+                let hog = goro::go!(move || {
+                    for _ in 0..3 {
+                        let retakes = goro::runtime::stats().preempt_retakes;
+                        while goro::runtime::stats().preempt_retakes == retakes {
+                            std::hint::black_box(spin(1_000));
+                        }
+                        set.set();
+                        ack_rx.recv().unwrap();
+                    }
+                });
+                (sleeper, hog)
+            })
+            .unzip();
+        let yielders: Vec<_> = (0..2 * PROCS)
+            .map(|_| {
+                let done = done.clone();
+                goro::go!(move || {
+                    while !done.load(Ordering::SeqCst) {
+                        std::hint::black_box(spin(1_000));
+                        goro::yield_now();
+                    }
+                })
+            })
+            .collect();
+        hog_ids = hogs.iter().map(|h| h.id().as_u64()).collect();
+        sleeper_ids = sleepers.iter().map(|h| h.id().as_u64()).collect();
+        hogs.into_iter().for_each(|h| h.join().unwrap());
+        sleepers.into_iter().for_each(|h| h.join().unwrap());
+        done.store(true, Ordering::SeqCst);
+        yielders.into_iter().for_each(|h| h.join().unwrap());
+    });
+    assert_eq!(lost(&events), 0, "events were lost");
+    let runs = runs_by_track(&events);
+    let wake_ups: Vec<_> = events
+        .iter()
+        .filter(|e| e["ph"] == "s" && sleeper_ids.contains(&e["args"]["g"].as_u64().unwrap()))
+        .collect();
+    assert!(!wake_ups.is_empty(), "no wake-up of a sleeper in the trace");
+    for w in wake_ups {
+        let ts = w["ts"].as_f64().unwrap();
+        let inside = runs.get(&w["tid"].as_u64().unwrap()).is_some_and(|track| {
+            track.iter().any(|r| {
+                let start = r["ts"].as_f64().unwrap();
+                hog_ids.contains(&r["args"]["g"].as_u64().unwrap())
+                    && start <= ts + 0.002
+                    && ts <= start + r["dur"].as_f64().unwrap() + 0.002
+            })
+        });
+        assert!(inside, "a hog's wake-up outside its run on that track: {w}");
+    }
+}
+
 /// A G whose P sysmon took while it computed, and that then enters a
 /// blocking call, leaves the P at the retake, not at the call: the P's
 /// track, where other Gs run meanwhile, has no overlap, and the G no two

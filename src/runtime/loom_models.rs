@@ -524,60 +524,64 @@ fn loom_retake_handshake_never_shares_the_p() {
 }
 
 /// A taker dates its take inside the handshake, in its `still` check before
-/// the commit (`tracing::retaking`), and withdraws the date if the take fails
-/// (`tracing::retake_undone`); the M takes the date when it finds its P gone
-/// (`tracing::lost_p`). An M that lost its P always finds the date (the trace
-/// marks where its G's run left the P), and a failed take leaves none behind.
+/// the commit (`tracing::retaking`); the M takes the date when it finds its P
+/// gone (`tracing::lost_p`), at whichever entry that is. An M that lost its P
+/// always finds the date (the trace marks where its G's run left the P), and a
+/// take that got as far as dating always commits, whatever the M does (with
+/// `transition`: enters the runtime and, still holding its P, makes its own
+/// transition, as `enter_syscall` does), so no date outlives a failed take.
 #[test]
 fn loom_a_retake_is_dated_before_its_m_can_see_it() {
-    use super::proc::p::{PState, PStatus};
+    use super::proc::p::PStatus;
     use super::sched::ownership::{enter, leave, still_held, take};
     use super::sys::sync_prims::{AtomicU32, AtomicU64, AtomicUsize};
     const DATE: u64 = 7;
-    loom::model(|| {
-        let state = Arc::new(AtomicUsize::new(held().0));
-        let depth = Arc::new(AtomicU32::new(1));
-        let date = Arc::new(AtomicU64::new(0));
-        let taker = {
-            let (state, depth, date) = (state.clone(), depth.clone(), date.clone());
-            thread::spawn(move || {
-                let mut cut = 0;
-                let took = take(&state, held(), PState::new(None, PStatus::Idle), &depth, || {
-                    date.store(DATE, Ordering::Relaxed);
-                    cut = DATE;
-                    true
-                });
-                if !took && cut != 0 {
-                    let _ = date.compare_exchange(cut, 0, Ordering::Relaxed, Ordering::Relaxed);
+    for transition in [false, true] {
+        loom::model(move || {
+            let state = Arc::new(AtomicUsize::new(held().0));
+            let depth = Arc::new(AtomicU32::new(1));
+            let date = Arc::new(AtomicU64::new(0));
+            let taker = {
+                let (state, depth, date) = (state.clone(), depth.clone(), date.clone());
+                thread::spawn(move || {
+                    let mut dated = false;
+                    let taken = super::proc::p::PState::new(None, PStatus::Idle);
+                    let took = take(&state, held(), taken, &depth, || {
+                        date.store(DATE, Ordering::Relaxed);
+                        dated = true;
+                        true
+                    });
+                    assert!(took || !dated, "a take was dated and then failed");
+                })
+            };
+            // The M finds its P gone: the date is there.
+            let lost = |date: &AtomicU64| {
+                assert_eq!(
+                    date.swap(0, Ordering::Relaxed),
+                    DATE,
+                    "the M found its P gone without a date"
+                );
+            };
+            leave(&depth); // the G runs user code
+            let outer = enter(&depth);
+            let kept = outer && still_held(&state, held());
+            if !kept {
+                lost(&date);
+            } else if transition {
+                state.swap(held().with_status(PStatus::Syscall).0, Ordering::AcqRel);
+            }
+            leave(&depth);
+            taker.join().unwrap();
+            if kept && !transition {
+                // The M's next entry sees the verdict.
+                assert!(enter(&depth));
+                if !still_held(&state, held()) {
+                    lost(&date);
                 }
-                took
-            })
-        };
-        leave(&depth); // the G runs user code
-        let outer = enter(&depth);
-        let lost_first = !(outer && still_held(&state, held()));
-        if lost_first {
-            assert_eq!(
-                date.swap(0, Ordering::Relaxed),
-                DATE,
-                "the M found its P gone before the take was dated"
-            );
-        }
-        leave(&depth);
-        let took = taker.join().unwrap();
-        if !took {
-            assert_eq!(date.load(Ordering::Relaxed), 0, "a failed take left its date");
-        }
-        let outer = enter(&depth);
-        assert!(outer);
-        if !still_held(&state, held()) && !lost_first {
-            assert_eq!(
-                date.swap(0, Ordering::Relaxed),
-                DATE,
-                "the M found its P gone without a date"
-            );
-        }
-    });
+            }
+            assert_eq!(date.load(Ordering::Relaxed), 0, "a date outlived its take");
+        });
+    }
 }
 
 /// The M, inside the runtime, gives its P up itself (`release_p`) while a taker

@@ -177,7 +177,11 @@ impl<W: Write> Json<W> {
                 self.name_track(u64::from(p), b"P", Some(u64::from(p)));
             }
             u64::from(p)
-        } else if m != NO_M && self.blocking.get(m as usize).is_some_and(Option::is_some) {
+        } else if m != NO_M
+            && (self.blocking.get(m as usize).is_some_and(Option::is_some)
+                || self.runs.get(m as usize).is_some_and(Option::is_some))
+        {
+            // In a blocking call, or running a G whose P was taken: the M's track.
             self.m_track(m)
         } else {
             RUNTIME_TRACK

@@ -240,22 +240,30 @@ pub(crate) fn enter_syscall(m: &'static M, g: GRef, p: Option<&'static P>) {
 
 /// The blocking call returned (Go's `exitsyscall`): take the old P back if sysmon
 /// did not hand it away, else any idle P; else queue the G and let its M stop
-/// until the scheduler runs the G again. Returns whether the G goes on on
-/// this M (false: it was queued, and runs on whichever M took it).
+/// until the scheduler runs the G again. With a P the G goes on on this M;
+/// queued, it runs on whichever M takes it. Returns in user code.
 #[inline(never)]
-pub(crate) fn exit_syscall(m: &'static M, g: GRef) -> bool {
+pub(crate) fn exit_syscall(m: &'static M, g: GRef) {
     let got = take_p_after_syscall(m, g);
+    if got && tracing::on() {
+        // Inside the runtime, so the P the run starts on cannot be taken before
+        // the start is recorded. Queued for want of a P, the G's next run is
+        // recorded by the M that takes it.
+        tracing::runnable(g);
+        tracing::started(m, g, false);
+    }
+    leave_runtime(m);
     if !got {
         // No P: the G goes to the global queue from the scheduler side (its M then
         // has no P and stops), and continues wherever an M picks it up.
         // SAFETY: `g` is the G running this code.
         unsafe { super::switch::switch_out(&g, Switch::Yield) };
     }
-    got
 }
 
 /// [`exit_syscall`] up to the switch: the G runs again as itself and the M
-/// takes its old P back, or any idle one. Returns whether it got one.
+/// takes its old P back, or any idle one. Returns whether it got one, inside
+/// the runtime (the caller leaves it).
 pub(crate) fn take_p_after_syscall(m: &'static M, g: GRef) -> bool {
     enter(&m.depth);
     set_current_g(Some(g));
@@ -276,6 +284,5 @@ pub(crate) fn take_p_after_syscall(m: &'static M, g: GRef) -> bool {
             got = true;
         }
     }
-    leave_runtime(m);
     got
 }

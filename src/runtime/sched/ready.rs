@@ -38,16 +38,20 @@ impl Waiter {
 /// idle P and a non-spinning M for it ([`ready_without_p`]), else queues it
 /// globally and maybe wakes an M.
 pub(crate) fn ready(g: GRef) {
-    if tracing::on() {
-        tracing::readied(g, Source::Thread);
-    }
     g.cas_status(Status::Waiting, Status::Runnable);
-    let woke = with_p(|p| match p {
-        Some(p) => {
-            p.runq_put(g, true);
-            false
+    let woke = with_p(|p| {
+        // Inside the runtime: the P the event names is the one the G goes to,
+        // not one taken from this M while its G ran (the cut comes first).
+        if tracing::on() {
+            tracing::readied(g, Source::Thread);
         }
-        None => ready_without_p(g),
+        match p {
+            Some(p) => {
+                p.runq_put(g, true);
+                false
+            }
+            None => ready_without_p(g),
+        }
     });
     if !woke {
         wakep();

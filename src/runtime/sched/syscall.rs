@@ -101,12 +101,7 @@ where
     if tracing::on() {
         tracing::emit_on(m, Kind::BlockingExit, g.id(), 0, 0);
     }
-    // Queued for want of a P, the G's next run was recorded by the M that
-    // took it (which is not `m`, whose buffer only `m` may write).
-    if exit_syscall(m, g) && tracing::on() {
-        tracing::runnable(g);
-        tracing::started(m, g, false);
-    }
+    exit_syscall(m, g);
     // A G looping on short calls is not preempted inside them: sysmon's request
     // (it held its P 10 ms) is honoured here.
     crate::runtime::sched::preempt::check();
@@ -132,5 +127,5 @@ pub(crate) fn fail_without_stack(m: &'static M, g: GRef, err: std::io::Error) ->
     unsafe { g.fail_without_stack(err) };
     take_p_after_syscall(m, g);
     set_current_g(None);
-    enter_runtime(m)
+    m.p()
 }
