@@ -150,16 +150,21 @@ impl Drop for UsesLocalOnDrop {
 }
 
 /// A detached G's result is dropped while its goroutine-locals still exist, and
-/// a result whose destructor panics takes down nothing.
+/// a result whose destructor panics takes down nothing. (The Gs wait until
+/// every handle is dropped: a handle dropped after its G ended drops the
+/// result itself, where it is dropped.)
 #[test]
 fn a_detached_result_drops_before_the_locals() {
     common::init_procs(PROCS);
     let seen = Arc::new(AtomicUsize::new(0));
     let wg = WaitGroup::new();
+    let detached = WaitGroup::new();
+    detached.add(1);
     for _ in 0..50 {
-        let (seen, guard) = (seen.clone(), wg.guard());
+        let (seen, guard, detached) = (seen.clone(), wg.guard(), detached.clone());
         drop(goro::go!(move || {
             let _guard = guard;
+            detached.wait();
             COUNT.set(4);
             UsesLocalOnDrop(seen)
         }));
@@ -171,8 +176,13 @@ fn a_detached_result_drops_before_the_locals() {
         }
     }
     for _ in 0..20 {
-        drop(goro::go!(|| PanicsOnDrop));
+        let detached = detached.clone();
+        drop(goro::go!(move || {
+            detached.wait();
+            PanicsOnDrop
+        }));
     }
+    detached.done();
     wg.wait();
     // The results drop after the guards: wait for all 50 to have run.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
