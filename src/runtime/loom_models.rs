@@ -524,15 +524,20 @@ fn loom_retake_handshake_never_shares_the_p() {
 }
 
 /// A taker dates its take inside the handshake, in its `still` check before
-/// the commit (`tracing::retaking`); the M takes the date when it finds its P
-/// gone (`tracing::lost_p`), at whichever entry that is. An M that lost its P
-/// always finds the date (the trace marks where its G's run left the P), and a
-/// take that got as far as dating always commits, whatever the M does (with
-/// `transition`: enters the runtime and, still holding its P, makes its own
-/// transition, as `enter_syscall` does), so no date outlives a failed take.
+/// the commit (`tracing::retaking`), and withdraws the date if the take fails
+/// (`tracing::retake_undone`); the M takes the date when it finds its P gone
+/// (`tracing::lost_p`), at whichever entry that is. An M that lost its P
+/// always finds the date (the trace marks where its G's run left the P), and
+/// no date outlives a failed take. With `transition` the M, still holding its
+/// P, makes its own transition and leaves the runtime (as `goro::blocking`'s
+/// `enter_syscall` does). A take that began just after the M's check can then
+/// read the M out of the runtime, date itself and fail its commit, which is
+/// what the withdrawal is for; loom's search does not reach that
+/// interleaving (threads racing the real `take` do, about once in 170
+/// rounds), so the withdrawal itself is not checked here.
 #[test]
 fn loom_a_retake_is_dated_before_its_m_can_see_it() {
-    use super::proc::p::PStatus;
+    use super::proc::p::{PState, PStatus};
     use super::sched::ownership::{enter, leave, still_held, take};
     use super::sys::sync_prims::{AtomicU32, AtomicU64, AtomicUsize};
     const DATE: u64 = 7;
@@ -544,14 +549,15 @@ fn loom_a_retake_is_dated_before_its_m_can_see_it() {
             let taker = {
                 let (state, depth, date) = (state.clone(), depth.clone(), date.clone());
                 thread::spawn(move || {
-                    let mut dated = false;
-                    let taken = super::proc::p::PState::new(None, PStatus::Idle);
-                    let took = take(&state, held(), taken, &depth, || {
+                    let mut cut = 0;
+                    let took = take(&state, held(), PState::new(None, PStatus::Idle), &depth, || {
                         date.store(DATE, Ordering::Relaxed);
-                        dated = true;
+                        cut = DATE;
                         true
                     });
-                    assert!(took || !dated, "a take was dated and then failed");
+                    if !took && cut != 0 {
+                        let _ = date.compare_exchange(cut, 0, Ordering::Relaxed, Ordering::Relaxed);
+                    }
                 })
             };
             // The M finds its P gone: the date is there.

@@ -416,10 +416,11 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                         }
                         still
                     };
-                    // A take that got as far as dating itself commits.
                     if try_take_running(p, st, PStatus::Idle, still_running) {
                         took_from_running(s, p, m, seen, now, ran, cut);
                         taken += 1;
+                    } else {
+                        tracing::retake_undone(m, cut);
                     }
                 }
             }

@@ -139,6 +139,7 @@ impl M {
         self.preempt.store(false, Ordering::Relaxed);
         self.pinned.store(0, Ordering::Relaxed);
         self.poll_spin_budget.store(BUDGET_NS, Ordering::Relaxed);
+        self.retaken_at.store(0, Ordering::Relaxed);
         self.handover.reset();
     }
 

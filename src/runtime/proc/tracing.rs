@@ -214,10 +214,10 @@ pub(crate) enum TakenFrom {
 /// `sched/ownership.rs` holds it `Retaking`: an M that enters the runtime
 /// waits for the verdict): dates the cut of its G's run now and leaves the
 /// date for the M, which reads it once it finds its P gone ([`lost_p`]), so
-/// the M always finds it. Returns the date, 0 while tracing is off, for
-/// [`retook_from`]. A take that got this far commits (the M cannot change
-/// the P's state before the verdict), so no date outlives a failed take: loom
-/// `loom_a_retake_is_dated_before_its_m_can_see_it`.
+/// the M always finds it. Returns the date, 0 while tracing is off: for
+/// [`retook_from`] once the take succeeded, for [`retake_undone`] if not (the
+/// M, having seen its P still held just before the taker's first step, made
+/// its own transition and left the runtime before the taker's check).
 #[inline]
 pub(crate) fn retaking(m: &M) -> u64 {
     if !on() {
@@ -226,6 +226,17 @@ pub(crate) fn retaking(m: &M) -> u64 {
     let ts = trace_buf::now();
     m.retaken_at.store(ts, Ordering::Relaxed);
     ts
+}
+
+/// The take dated `ts` by [`retaking`] did not happen: the M keeps its P,
+/// and the date is withdrawn (unless a later taker's replaced it).
+#[cold]
+pub(crate) fn retake_undone(m: &M, ts: u64) {
+    if ts != 0 {
+        let _ = m
+            .retaken_at
+            .compare_exchange(ts, 0, Ordering::Relaxed, Ordering::Relaxed);
+    }
 }
 
 /// P `p` was taken from M `m`, whose G goes on running without it (`why`),

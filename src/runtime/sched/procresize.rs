@@ -109,8 +109,9 @@ fn collect(s: &Sched, p: &P) -> bool {
                 cut = tracing::retaking(m);
                 true
             });
-            // A take that got as far as dating itself commits.
-            if taken && tracing::on() {
+            if !taken {
+                tracing::retake_undone(m, cut);
+            } else if tracing::on() {
                 // Its G's run leaves the P here, as at sysmon's retake.
                 tracing::retook_from(p.id, TakenFrom::Resize, cut);
             }
