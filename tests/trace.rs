@@ -123,6 +123,30 @@ fn assert_runs_follow_their_wake_ups(events: &[Value]) {
     }
 }
 
+/// Gs that compute briefly and yield, two per P, until `done`: work waiting,
+/// so that sysmon takes the Ps of Gs that do not switch.
+fn yielders(done: &Arc<std::sync::atomic::AtomicBool>) -> Vec<goro::JoinHandle<()>> {
+    (0..2 * PROCS)
+        .map(|_| {
+            let done = done.clone();
+            goro::go!(move || {
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::hint::black_box(spin(1_000));
+                    goro::yield_now();
+                }
+            })
+        })
+        .collect()
+}
+
+/// No event lost, no track with two runs at once, no run before its wake-up
+/// nor a G on two tracks at once.
+fn assert_whole_and_consistent(events: &[Value]) {
+    assert_eq!(lost(events), 0, "events were lost");
+    assert_tracks_do_not_overlap(events);
+    assert_runs_follow_their_wake_ups(events);
+}
+
 fn lost(events: &[Value]) -> u64 {
     let end = events
         .iter()
@@ -419,13 +443,11 @@ fn runs_leave_a_p_that_a_resize_took() {
         done.store(true, Ordering::SeqCst);
         workers.into_iter().for_each(|h| h.join().unwrap());
     });
-    assert_eq!(lost(&events), 0, "events were lost");
-    assert_tracks_do_not_overlap(&events);
-    assert_runs_follow_their_wake_ups(&events);
+    assert_whole_and_consistent(&events);
 }
 
 /// Gs looping on short blocking calls while `set_gomaxprocs` changes every
-/// 0.7 ms, with two OS threads spinning beside them so that Ms lose their
+/// 0.7 ms, with an OS thread spinning on every core so that Ms lose their
 /// CPU anywhere: a G back from a call is drawn on the P it got back, which
 /// no resize can take before its run is recorded there.
 #[test]
@@ -434,17 +456,7 @@ fn gs_back_from_blocking_calls_are_drawn_on_the_p_they_got() {
     let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
     common::init_procs(PROCS);
     let _w = common::watchdog(Duration::from_secs(120));
-    let stop = Arc::new(AtomicBool::new(false));
-    let os_spinners: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
-        })
-        .collect();
+    let _spinners = common::cpu_hogs();
     for _ in 0..3 {
         let done = Arc::new(AtomicBool::new(false));
         let events = trace(|| {
@@ -467,12 +479,8 @@ fn gs_back_from_blocking_calls_are_drawn_on_the_p_they_got() {
             done.store(true, Ordering::Relaxed);
             gs.into_iter().for_each(|h| h.join().unwrap());
         });
-        assert_eq!(lost(&events), 0, "events were lost");
-        assert_tracks_do_not_overlap(&events);
-        assert_runs_follow_their_wake_ups(&events);
+        assert_whole_and_consistent(&events);
     }
-    stop.store(true, Ordering::Relaxed);
-    os_spinners.into_iter().for_each(|h| h.join().unwrap());
 }
 
 /// A future that is ready once its flag is set, waking whoever polled it.
@@ -540,17 +548,7 @@ fn a_wake_up_by_a_hog_that_lost_its_p_is_drawn_inside_its_run() {
                 (sleeper, hog)
             })
             .unzip();
-        let yielders: Vec<_> = (0..2 * PROCS)
-            .map(|_| {
-                let done = done.clone();
-                goro::go!(move || {
-                    while !done.load(Ordering::SeqCst) {
-                        std::hint::black_box(spin(1_000));
-                        goro::yield_now();
-                    }
-                })
-            })
-            .collect();
+        let yielders = yielders(&done);
         hog_ids = hogs.iter().map(|h| h.id().as_u64()).collect();
         sleeper_ids = sleepers.iter().map(|h| h.id().as_u64()).collect();
         hogs.into_iter().for_each(|h| h.join().unwrap());
@@ -604,24 +602,12 @@ fn a_hog_that_lost_its_p_and_then_blocks_leaves_the_p_at_the_retake() {
                 })
             })
             .collect();
-        let yielders: Vec<_> = (0..2 * PROCS)
-            .map(|_| {
-                let done = done.clone();
-                goro::go!(move || {
-                    while !done.load(Ordering::SeqCst) {
-                        std::hint::black_box(spin(1_000));
-                        goro::yield_now();
-                    }
-                })
-            })
-            .collect();
+        let yielders = yielders(&done);
         hogs.into_iter().for_each(|h| h.join().unwrap());
         done.store(true, Ordering::SeqCst);
         yielders.into_iter().for_each(|h| h.join().unwrap());
     });
-    assert_eq!(lost(&events), 0, "events were lost");
-    assert_tracks_do_not_overlap(&events);
-    assert_runs_follow_their_wake_ups(&events);
+    assert_whole_and_consistent(&events);
 }
 
 /// A G that sysmon took the P from before the trace began, and that computes
