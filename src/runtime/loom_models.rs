@@ -532,9 +532,7 @@ fn loom_retake_handshake_never_shares_the_p() {
 /// P, makes its own transition and leaves the runtime (as `goro::blocking`'s
 /// `enter_syscall` does). A take that began just after the M's check can then
 /// read the M out of the runtime, date itself and fail its commit, which is
-/// what the withdrawal is for; loom's search does not reach that
-/// interleaving (threads racing the real `take` do, about once in 170
-/// rounds), so the withdrawal itself is not checked here.
+/// what the withdrawal (`tracing::withdraw_date`) is for.
 #[test]
 fn loom_a_retake_is_dated_before_its_m_can_see_it() {
     use super::proc::p::{PState, PStatus};
@@ -555,8 +553,8 @@ fn loom_a_retake_is_dated_before_its_m_can_see_it() {
                         cut = DATE;
                         true
                     });
-                    if !took && cut != 0 {
-                        let _ = date.compare_exchange(cut, 0, Ordering::Relaxed, Ordering::Relaxed);
+                    if !took {
+                        super::proc::tracing::withdraw_date(&date, cut);
                     }
                 })
             };
@@ -576,7 +574,10 @@ fn loom_a_retake_is_dated_before_its_m_can_see_it() {
             } else if transition {
                 state.swap(held().with_status(PStatus::Syscall).0, Ordering::AcqRel);
             }
-            leave(&depth);
+            // `leave`'s store: the M is the depth's only writer, so its load
+            // reads 1. With that load in place loom's search misses the
+            // failed take below.
+            depth.store(0, Ordering::Release);
             taker.join().unwrap();
             if kept && !transition {
                 // The M's next entry sees the verdict.

@@ -96,7 +96,7 @@ pub(crate) struct M {
     /// (`tracing::retaking`), and the M reads and clears it when it finds the
     /// P gone (`tracing::lost_p`): the commit's `Release` and the M's
     /// `Acquire` read of the P's state order the two.
-    pub(crate) retaken_at: AtomicU64,
+    pub(crate) retaken_at: crate::runtime::sys::sync_prims::AtomicU64,
 }
 
 impl M {
@@ -124,7 +124,7 @@ impl M {
             handover: Handover::new(),
             trace: TraceBuf::new(),
             preempting: AtomicBool::new(false),
-            retaken_at: AtomicU64::new(0),
+            retaken_at: crate::runtime::sys::sync_prims::AtomicU64::new(0),
         }
     }
 

@@ -11,6 +11,7 @@
 //! Thread: any; each M writes only its own buffer.
 
 use super::m::{current_m, M};
+use crate::runtime::sys::sync_prims::AtomicU64;
 use crate::runtime::sys::trace_buf::{self, Event, Kind, Source, Stop, NO_P, READIED};
 use crate::runtime::sys::trace_clock;
 use crate::runtime::task::g::{swap, GRef};
@@ -232,10 +233,14 @@ pub(crate) fn retaking(m: &M) -> u64 {
 /// and the date is withdrawn (unless a later taker's replaced it).
 #[cold]
 pub(crate) fn retake_undone(m: &M, ts: u64) {
+    withdraw_date(&m.retaken_at, ts);
+}
+
+/// Clears the retake date `ts` from `at` (an M's `retaken_at`) unless a
+/// later take replaced it; 0 (nothing dated) leaves it alone.
+pub(crate) fn withdraw_date(at: &AtomicU64, ts: u64) {
     if ts != 0 {
-        let _ = m
-            .retaken_at
-            .compare_exchange(ts, 0, Ordering::Relaxed, Ordering::Relaxed);
+        let _ = at.compare_exchange(ts, 0, Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 
