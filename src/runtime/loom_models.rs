@@ -475,6 +475,14 @@ fn loom_timer_added_to_a_handed_off_p_is_watched() {
 }
 
 /// A P state word held by a pretend M at address 8 (Ms are 8-aligned).
+/// `ownership::leave` from depth 1, written as its store: the M is the
+/// depth's only writer, so `leave`'s load reads 1. With that load in place
+/// loom's search misses interleavings (a take that dates itself and fails,
+/// which threads racing the real code reach).
+fn leave_from_one(depth: &super::sys::sync_prims::AtomicU32) {
+    depth.store(0, Ordering::Release);
+}
+
 fn held() -> super::proc::p::PState {
     super::proc::p::PState(8 | super::proc::p::PStatus::Running as usize)
 }
@@ -513,7 +521,7 @@ fn loom_retake_handshake_never_shares_the_p() {
             // the taker's.
             private.with_mut(|v| unsafe { *v += 1 });
         }
-        leave(&depth); // back to user code: the P may be taken now
+        leave_from_one(&depth); // back to user code: the P may be taken now
         let took = taker.join().unwrap();
         assert!(kept || took, "the M lost a P nobody took");
         // The M's next entry sees the verdict.
@@ -574,10 +582,7 @@ fn loom_a_retake_is_dated_before_its_m_can_see_it() {
             } else if transition {
                 state.swap(held().with_status(PStatus::Syscall).0, Ordering::AcqRel);
             }
-            // `leave`'s store: the M is the depth's only writer, so its load
-            // reads 1. With that load in place loom's search misses the
-            // failed take below.
-            depth.store(0, Ordering::Release);
+            leave_from_one(&depth);
             taker.join().unwrap();
             if kept && !transition {
                 // The M's next entry sees the verdict.
@@ -596,7 +601,7 @@ fn loom_a_retake_is_dated_before_its_m_can_see_it() {
 #[test]
 fn loom_retake_loses_to_the_ms_own_transition() {
     use super::proc::p::{PState, PStatus};
-    use super::sched::ownership::{leave, take};
+    use super::sched::ownership::take;
     use super::sys::sync_prims::{AtomicU32, AtomicUsize};
     loom::model(|| {
         let state = Arc::new(AtomicUsize::new(held().0));
@@ -608,7 +613,7 @@ fn loom_retake_loses_to_the_ms_own_transition() {
         // In the runtime: release the P (the swap of `P::set_state`, as in
         // `M::release_p`), then go on to run a G.
         state.swap(PState::new(None, PStatus::Idle).0, Ordering::AcqRel);
-        leave(&depth);
+        leave_from_one(&depth);
         let took = taker.join().unwrap();
         let end = PState(state.load(Ordering::Acquire)).status();
         assert!(!took, "the taker took a P its M had released");
