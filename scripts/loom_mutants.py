@@ -28,7 +28,7 @@ MUTANTS = [
     ("trace full: lose instead of wait", "src/runtime/sys/trace_buf.rs", "            if state.stuck_gen == gen || waited >= WRITER_PATIENCE {", "            if true || waited >= WRITER_PATIENCE {", "loom_trace_a_full"),
     ("trace recycle wakes no waiter", "src/runtime/sys/trace_buf.rs", "        if state.waiting > 0 {\n            self.freed.notify_all();", "        if state.waiting > 1000 {\n            self.freed.notify_all();", "loom_trace_a_full"),
     ("trace full chunk left in active", "src/runtime/sys/trace_buf.rs", "                state.active.retain(|&(buf, _)| buf != me);\n                Tracer::queue_full(&mut state, old);", "                Tracer::queue_full(&mut state, old);", "loom_trace"),
-    ("a failed take keeps its date", "src/runtime/proc/tracing.rs", "        let _ = at.compare_exchange(ts, 0, Ordering::Relaxed, Ordering::Relaxed);", "        let _ = at;", "loom_a_retake_is_dated"),
+    ("a failed take keeps its date", "src/runtime/proc/tracing.rs", "        let _ = retaken_at.compare_exchange(ts, 0, Ordering::Relaxed, Ordering::Relaxed);", "        let _ = retaken_at;", "loom_a_retake_is_dated"),
     ("retake commits before its still check", "src/runtime/sched/ownership.rs", "depth.load(Ordering::Acquire) == 0 && still() && cas(retaking, taken)", "depth.load(Ordering::Acquire) == 0 && cas(retaking, taken) && still()", "loom_a_retake_is_dated"),
     ("waitgroup done never wakes", "src/sync/waitgroup.rs", "            all.into_iter().for_each(|w| w.wake());", "            drop(all);", "loom_waitgroup"),
     ("select leaves losers queued", "src/chan/select.rs", "            unsafe { c.unregister() };", "            let _ = c;", "loom_select_takes"),

@@ -33,6 +33,33 @@ const M_TRACK: u64 = 10_000;
 /// One trace at a time: tests of this binary take turns.
 static TRACING: Mutex<()> = Mutex::new(());
 
+/// Takes this binary's turn to trace (tests take turns) and starts the
+/// runtime with `PROCS` Ps.
+fn one_trace_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    let turn = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    common::init_procs(PROCS);
+    turn
+}
+
+/// Computes without a switch until sysmon next takes a P from a G that
+/// hogs it (this G's, or another's).
+fn compute_until_a_retake() {
+    let retakes = goro::runtime::stats().preempt_retakes;
+    while goro::runtime::stats().preempt_retakes == retakes {
+        std::hint::black_box(spin(1_000));
+    }
+}
+
+/// Cycles GOMAXPROCS through 1..=PROCS, `rounds` times `every` apart, then
+/// sets it back to `PROCS`.
+fn resize(rounds: usize, every: Duration) {
+    for round in 0..rounds {
+        goro::runtime::set_gomaxprocs(1 + round % PROCS);
+        std::thread::sleep(every);
+    }
+    goro::runtime::set_gomaxprocs(PROCS);
+}
+
 /// A trace written into memory.
 #[derive(Clone, Default)]
 struct Buf(Arc<Mutex<Vec<u8>>>);
@@ -157,8 +184,7 @@ fn lost(events: &[Value]) -> u64 {
 
 #[test]
 fn a_trace_of_an_imbalanced_workload_is_consistent() {
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let before = goro::runtime::stats().steals;
     let events = trace(|| {
         // Every G spawned from one: the other Ps must steal or take from the
@@ -252,8 +278,7 @@ fn a_trace_of_an_imbalanced_workload_is_consistent() {
 /// not at either end (the reads nearest to it).
 #[test]
 fn a_wake_up_in_the_middle_of_a_run_is_dated_there() {
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let ids = Arc::new(Mutex::new((0, 0)));
     let events = trace(|| {
         let (tx, rx) = goro::chan::bounded::<()>(0);
@@ -365,8 +390,7 @@ fn a_yield_hands_over_in_one_clock_read() {
 #[test]
 fn gs_running_and_blocking_through_the_whole_trace_are_drawn() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let started = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let (s, d) = (started.clone(), done.clone());
@@ -420,8 +444,7 @@ fn gs_running_and_blocking_through_the_whole_trace_are_drawn() {
 #[test]
 fn runs_leave_a_p_that_a_resize_took() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let done = Arc::new(AtomicBool::new(false));
     let events = trace(|| {
         let workers: Vec<_> = (0..6)
@@ -435,11 +458,7 @@ fn runs_leave_a_p_that_a_resize_took() {
                 })
             })
             .collect();
-        for round in 0..40 {
-            goro::runtime::set_gomaxprocs(1 + round % PROCS);
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        goro::runtime::set_gomaxprocs(PROCS);
+        resize(40, Duration::from_millis(2));
         done.store(true, Ordering::SeqCst);
         workers.into_iter().for_each(|h| h.join().unwrap());
     });
@@ -453,8 +472,7 @@ fn runs_leave_a_p_that_a_resize_took() {
 #[test]
 fn gs_back_from_blocking_calls_are_drawn_on_the_p_they_got() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let _w = common::watchdog(Duration::from_secs(120));
     let _spinners = common::cpu_hogs();
     for _ in 0..3 {
@@ -471,11 +489,7 @@ fn gs_back_from_blocking_calls_are_drawn_on_the_p_they_got() {
                     })
                 })
                 .collect();
-            for round in 0..200 {
-                goro::runtime::set_gomaxprocs(1 + round % PROCS);
-                std::thread::sleep(Duration::from_micros(700));
-            }
-            goro::runtime::set_gomaxprocs(PROCS);
+            resize(200, Duration::from_micros(700));
             done.store(true, Ordering::Relaxed);
             gs.into_iter().for_each(|h| h.join().unwrap());
         });
@@ -517,8 +531,7 @@ impl std::future::Future for Flag {
 #[test]
 fn a_wake_up_by_a_hog_that_lost_its_p_is_drawn_inside_its_run() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let _w = common::watchdog(Duration::from_secs(60));
     let mut hog_ids = Vec::new();
     let mut sleeper_ids = Vec::new();
@@ -537,10 +550,7 @@ fn a_wake_up_by_a_hog_that_lost_its_p_is_drawn_inside_its_run() {
                 });
                 let hog = goro::go!(move || {
                     for _ in 0..3 {
-                        let retakes = goro::runtime::stats().preempt_retakes;
-                        while goro::runtime::stats().preempt_retakes == retakes {
-                            std::hint::black_box(spin(1_000));
-                        }
+                        compute_until_a_retake();
                         set.set();
                         ack_rx.recv().unwrap();
                     }
@@ -584,8 +594,7 @@ fn a_wake_up_by_a_hog_that_lost_its_p_is_drawn_inside_its_run() {
 #[test]
 fn a_hog_that_lost_its_p_and_then_blocks_leaves_the_p_at_the_retake() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let _w = common::watchdog(Duration::from_secs(60));
     let done = Arc::new(AtomicBool::new(false));
     let events = trace(|| {
@@ -593,10 +602,7 @@ fn a_hog_that_lost_its_p_and_then_blocks_leaves_the_p_at_the_retake() {
             .map(|_| {
                 goro::go!(|| {
                     for _ in 0..3 {
-                        let retakes = goro::runtime::stats().preempt_retakes;
-                        while goro::runtime::stats().preempt_retakes == retakes {
-                            std::hint::black_box(spin(1_000));
-                        }
+                        compute_until_a_retake();
                         goro::blocking(|| std::hint::black_box(spin(1_000)));
                     }
                 })
@@ -615,8 +621,7 @@ fn a_hog_that_lost_its_p_and_then_blocks_leaves_the_p_at_the_retake() {
 #[test]
 fn a_g_without_its_p_when_the_trace_starts_is_drawn_off_it() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let _w = common::watchdog(Duration::from_secs(60));
     let (running, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
     let retakes = goro::runtime::stats().preempt_retakes;
@@ -662,8 +667,7 @@ fn a_g_without_its_p_when_the_trace_starts_is_drawn_off_it() {
 #[test]
 fn a_run_going_on_when_the_trace_stops_ends_there() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let started = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
     let mut spinner = None;
@@ -696,8 +700,7 @@ fn a_run_going_on_when_the_trace_stops_ends_there() {
 
 #[test]
 fn a_trace_taken_while_gs_panic_block_and_migrate_is_valid() {
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let events = trace(|| {
         let hs: Vec<_> = (0..32)
             .map(|i| {
@@ -728,8 +731,7 @@ fn a_trace_taken_while_gs_panic_block_and_migrate_is_valid() {
 
 #[test]
 fn gs_leaving_blocking_calls_with_every_p_busy_are_drawn_once() {
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let events = trace(|| {
         // Yielding hogs keep every P busy, so a G back from a blocking call
         // finds its P handed away and none idle: it is queued, and its next
@@ -787,8 +789,7 @@ fn gs_leaving_blocking_calls_with_every_p_busy_are_drawn_once() {
 
 #[test]
 fn traces_taken_one_after_another_while_gs_run_hold_only_their_own_events() {
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     // Ping-pong pairs and blocking calls record events on every M the whole
     // time; each trace must start clean (no event of the one before, whose
     // time would fall before its start) and end complete.
@@ -987,8 +988,7 @@ fn a_goro_trace_file_at_the_file_size_limit_is_cut_there_and_reported() {
 
 #[test]
 fn start_twice_and_stop_without_start_are_errors() {
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     let err = goro::runtime::trace::stop().unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
     goro::runtime::trace::start(std::io::sink()).unwrap();
@@ -1012,8 +1012,7 @@ impl Write for Broken {
 
 #[test]
 fn a_failing_writer_is_reported_by_start_or_stop() {
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    common::init_procs(PROCS);
+    let _one = one_trace_at_a_time();
     assert!(goro::runtime::trace::start(Broken).is_err(), "the first write fails");
     // Nothing is left running: a new trace starts.
     goro::runtime::trace::start(std::io::sink()).unwrap();

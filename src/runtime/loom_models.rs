@@ -474,7 +474,6 @@ fn loom_timer_added_to_a_handed_off_p_is_watched() {
     });
 }
 
-/// A P state word held by a pretend M at address 8 (Ms are 8-aligned).
 /// `ownership::leave` from depth 1, written as its store: the M is the
 /// depth's only writer, so `leave`'s load reads 1. With that load in place
 /// loom's search misses interleavings (a take that dates itself and fails,
@@ -483,6 +482,7 @@ fn leave_from_one(depth: &super::sys::sync_prims::AtomicU32) {
     depth.store(0, Ordering::Release);
 }
 
+/// A P state word held by a pretend M at address 8 (Ms are 8-aligned).
 fn held() -> super::proc::p::PState {
     super::proc::p::PState(8 | super::proc::p::PStatus::Running as usize)
 }
@@ -540,7 +540,7 @@ fn loom_retake_handshake_never_shares_the_p() {
 /// P, makes its own transition and leaves the runtime (as `goro::blocking`'s
 /// `enter_syscall` does). A take that began just after the M's check can then
 /// read the M out of the runtime, date itself and fail its commit, which is
-/// what the withdrawal (`tracing::withdraw_date`) is for.
+/// what the withdrawal is for.
 #[test]
 fn loom_a_retake_is_dated_before_its_m_can_see_it() {
     use super::proc::p::{PState, PStatus};
@@ -562,7 +562,7 @@ fn loom_a_retake_is_dated_before_its_m_can_see_it() {
                         true
                     });
                     if !took {
-                        super::proc::tracing::withdraw_date(&date, cut);
+                        super::proc::tracing::retake_undone(&date, cut);
                     }
                 })
             };

@@ -420,7 +420,7 @@ fn retake(s: &Sched, now: u64, seen: &mut Vec<Seen>) -> Looked {
                         took_from_running(s, p, m, seen, now, ran, cut);
                         taken += 1;
                     } else {
-                        tracing::retake_undone(m, cut);
+                        tracing::retake_undone(&m.retaken_at, cut);
                     }
                 }
             }

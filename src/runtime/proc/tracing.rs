@@ -230,17 +230,12 @@ pub(crate) fn retaking(m: &M) -> u64 {
 }
 
 /// The take dated `ts` by [`retaking`] did not happen: the M keeps its P,
-/// and the date is withdrawn (unless a later taker's replaced it).
+/// and the date is withdrawn from `retaken_at` (the M's) unless a later
+/// taker's replaced it; 0 (nothing dated) leaves it alone.
 #[cold]
-pub(crate) fn retake_undone(m: &M, ts: u64) {
-    withdraw_date(&m.retaken_at, ts);
-}
-
-/// Clears the retake date `ts` from `at` (an M's `retaken_at`) unless a
-/// later take replaced it; 0 (nothing dated) leaves it alone.
-pub(crate) fn withdraw_date(at: &AtomicU64, ts: u64) {
+pub(crate) fn retake_undone(retaken_at: &AtomicU64, ts: u64) {
     if ts != 0 {
-        let _ = at.compare_exchange(ts, 0, Ordering::Relaxed, Ordering::Relaxed);
+        let _ = retaken_at.compare_exchange(ts, 0, Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 

@@ -110,7 +110,7 @@ fn collect(s: &Sched, p: &P) -> bool {
                 true
             });
             if !taken {
-                tracing::retake_undone(m, cut);
+                tracing::retake_undone(&m.retaken_at, cut);
             } else if tracing::on() {
                 // Its G's run leaves the P here, as at sysmon's retake.
                 tracing::retook_from(p.id, TakenFrom::Resize, cut);
